@@ -1,0 +1,35 @@
+"""lipopt: exact local Lipschitz constants of ReLU networks by mixed-integer programming.
+
+>>> import lipopt
+>>> net = lipopt.load_onnx("models/synthetic-2x20x40x20x2.onnx")          # doctest: +SKIP
+>>> res = lipopt.lipschitz(net, lipopt.Box([0, 0], [1, 1]), c=[1, -1])    # doctest: +SKIP
+>>> res.value, res.lower, res.status, res.exact_certified                 # doctest: +SKIP
+"""
+
+from lipopt.domain import Box, DomainError, L1Ball, LinfBall
+from lipopt.io.onnx import OnnxImportError, load_onnx
+from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
+from lipopt.network import Affine, Network, NetworkError, ReLU
+from lipopt.norms import InputNorm
+from lipopt.solvers import SolverError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Affine",
+    "Box",
+    "DomainError",
+    "InputNorm",
+    "L1Ball",
+    "LinfBall",
+    "LipschitzError",
+    "LipschitzResult",
+    "Network",
+    "NetworkError",
+    "OnnxImportError",
+    "ReLU",
+    "SolverError",
+    "build_model",
+    "lipschitz",
+    "load_onnx",
+]

@@ -1,0 +1,179 @@
+"""Interval (hyperbox) bounds, forward and backward (paper appendix D.3).
+
+Forward, for ``z = W h + b`` with ``h ∈ [l, u]`` written as centre ``c = (l+u)/2`` and radius
+``r = (u-l)/2``:  ``z ∈ [W c + b - |W| r,  W c + b + |W| r]``; then ``relu`` is monotone.
+The first layer uses the exact image of the domain: for the ℓ1 ball of radius ρ around x0,
+``w·x ∈ [w·x0 - ρ ||w||_∞, w·x0 + ρ ||w||_∞]``.
+
+Backward (the chain rule ``y_K = W_L^T c``, ``s_k = a_k ⊙ y_k``, ``y_{k-1} = W_k^T s_k``,
+``∇f = W_1^T s_1``): the switch ``s = a·y`` with ``y ∈ [ly, uy]`` lies in ``[ly, uy]`` if the neuron
+is always active, ``{0}`` if always inactive, and ``[min(ly, 0), max(uy, 0)]`` otherwise; the
+transposed affine maps use the same centre/radius rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from lipopt.domain import Domain, L1Ball
+from lipopt.network import Network
+
+FloatArray = NDArray[np.float64]
+
+
+class NeuronState(IntEnum):
+    """Whether a ReLU's input keeps one sign over the whole domain."""
+
+    INACTIVE = 0
+    ACTIVE = 1
+    UNSTABLE = 2
+
+
+def classify(lower: FloatArray, upper: FloatArray) -> NDArray[np.int8]:
+    """ACTIVE where ``l >= 0``, INACTIVE where ``u <= 0`` (checked first), else UNSTABLE."""
+    state = np.full(lower.shape, NeuronState.UNSTABLE, dtype=np.int8)
+    state[lower >= 0] = NeuronState.ACTIVE
+    state[upper <= 0] = NeuronState.INACTIVE
+    return state
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkBounds:
+    """Sound bounds for one network, domain and backward seed ``c``.
+
+    Attributes:
+        pre_lower, pre_upper: per hidden layer k, bounds on the pre-activation ``z_k``.
+        grad_lower, grad_upper: per hidden layer k, bounds on ``y_k``, the gradient of the
+            objective w.r.t. the post-activation ``h_k`` (the input of the switch ``s_k = a_k y_k``).
+        input_grad_lower, input_grad_upper: bounds on the input gradient ``∇f = W_1^T s_1``.
+        method: how they were computed.
+    """
+
+    pre_lower: tuple[FloatArray, ...]
+    pre_upper: tuple[FloatArray, ...]
+    grad_lower: tuple[FloatArray, ...]
+    grad_upper: tuple[FloatArray, ...]
+    input_grad_lower: FloatArray
+    input_grad_upper: FloatArray
+    method: str = "interval"
+
+    @property
+    def states(self) -> tuple[NDArray[np.int8], ...]:
+        return tuple(classify(lo, hi) for lo, hi in zip(self.pre_lower, self.pre_upper))
+
+    @property
+    def unstable_count(self) -> int:
+        return int(sum(np.count_nonzero(s == NeuronState.UNSTABLE) for s in self.states))
+
+    def switch_bounds(self, layer: int) -> tuple[FloatArray, FloatArray]:
+        """Bounds on ``s_k = a_k ⊙ y_k`` for hidden layer index ``layer`` (0-based)."""
+        return _switch(self.states[layer], self.grad_lower[layer], self.grad_upper[layer])
+
+
+def _affine_interval(
+    weight: FloatArray, bias: FloatArray, lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    centre = (upper + lower) / 2.0
+    radius = (upper - lower) / 2.0
+    mid = weight @ centre + bias
+    spread = np.abs(weight) @ radius
+    return mid - spread, mid + spread
+
+
+def first_layer_bounds(
+    weight: FloatArray, bias: FloatArray, domain: Domain
+) -> tuple[FloatArray, FloatArray]:
+    """Exact range of ``W x + b`` over the domain (box: |W| r; ℓ1 ball: ρ ||w_i||_∞)."""
+    if isinstance(domain, L1Ball):
+        mid = weight @ domain.center + bias
+        spread = domain.radius * np.max(np.abs(weight), axis=1)
+        return mid - spread, mid + spread
+    lower, upper = domain.bounding_box()
+    return _affine_interval(weight, bias, lower, upper)
+
+
+def _switch(
+    state: NDArray[np.int8], lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    s_lower = np.where(state == NeuronState.ACTIVE, lower, np.minimum(lower, 0.0))
+    s_upper = np.where(state == NeuronState.ACTIVE, upper, np.maximum(upper, 0.0))
+    inactive = state == NeuronState.INACTIVE
+    s_lower = np.where(inactive, 0.0, s_lower)
+    s_upper = np.where(inactive, 0.0, s_upper)
+    return s_lower, s_upper
+
+
+def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray], list[FloatArray]]:
+    """Interval bounds on the pre-activations ``z_1 .. z_K`` of the hidden layers."""
+    affines = network.affine_layers
+    lowers: list[FloatArray] = []
+    uppers: list[FloatArray] = []
+    if len(affines) == 1:
+        return lowers, uppers
+    lo, hi = first_layer_bounds(affines[0].weight, affines[0].bias, domain)
+    lowers.append(lo)
+    uppers.append(hi)
+    for affine in affines[1:-1]:
+        lo, hi = _affine_interval(
+            affine.weight, affine.bias, np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        )
+        lowers.append(lo)
+        uppers.append(hi)
+    return lowers, uppers
+
+
+def backward_interval(
+    network: Network,
+    states: list[NDArray[np.int8]],
+    seed_lower: FloatArray,
+    seed_upper: FloatArray,
+) -> tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]:
+    """Interval bounds on the backward pass given bounds on the output seed ``c`` (or ``w``).
+
+    Returns per-layer bounds on ``y_k`` (first hidden layer first) and bounds on ``∇f``.
+    """
+    affines = network.affine_layers
+    last = affines[-1]
+    y_lo, y_hi = _affine_interval(last.weight.T, np.zeros(last.in_features), seed_lower, seed_upper)
+    grad_lo: list[FloatArray] = []
+    grad_hi: list[FloatArray] = []
+    for state, affine in zip(reversed(states), reversed(affines[:-1])):
+        grad_lo.append(y_lo)
+        grad_hi.append(y_hi)
+        s_lo, s_hi = _switch(state, y_lo, y_hi)
+        y_lo, y_hi = _affine_interval(affine.weight.T, np.zeros(affine.in_features), s_lo, s_hi)
+    grad_lo.reverse()
+    grad_hi.reverse()
+    return grad_lo, grad_hi, y_lo, y_hi
+
+
+def interval_bounds(network: Network, domain: Domain, c: ArrayLike) -> NetworkBounds:
+    """Forward and backward interval bounds for the scalar objective ``c^T f``."""
+    seed = np.asarray(c, dtype=np.float64)
+    return bounds_from_pre_activations(network, *forward_interval(network, domain), seed, seed)
+
+
+def bounds_from_pre_activations(
+    network: Network,
+    pre_lower: list[FloatArray],
+    pre_upper: list[FloatArray],
+    seed_lower: FloatArray,
+    seed_upper: FloatArray,
+    method: str = "interval",
+) -> NetworkBounds:
+    """Complete forward bounds with backward interval bounds into a :class:`NetworkBounds`."""
+    states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper)]
+    grad_lo, grad_hi, in_lo, in_hi = backward_interval(network, states, seed_lower, seed_upper)
+    return NetworkBounds(
+        pre_lower=tuple(pre_lower),
+        pre_upper=tuple(pre_upper),
+        grad_lower=tuple(grad_lo),
+        grad_upper=tuple(grad_hi),
+        input_grad_lower=in_lo,
+        input_grad_upper=in_hi,
+        method=method,
+    )

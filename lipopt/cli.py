@@ -1,0 +1,235 @@
+"""``lipopt`` command line: a thin layer that parses, calls the API and prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import numpy as np
+
+from lipopt.domain import Domain, DomainError, load_vector, parse_ball, parse_box
+from lipopt.io.onnx import OnnxImportError, load_onnx
+from lipopt.lipschitz import LipschitzError, LipschitzResult, lipschitz
+from lipopt.network import Network, NetworkError
+from lipopt.solvers import SolverError
+
+#: errors a user can cause; each becomes one line on stderr and exit status 2
+USER_ERRORS = (DomainError, OnnxImportError, LipschitzError, SolverError, NetworkError, ValueError)
+
+#: options whose value may start with "-" (negative numbers): "--box -1,1" -> "--box=-1,1"
+VALUE_OPTIONS = ("--box", "--center", "--c")
+
+MAIN_EPILOG = """\
+examples:
+  lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
+  lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
+  lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+
+Run 'lipopt solve --help' for every option.
+"""
+
+SOLVE_EPILOG = """\
+examples:
+  # exact constant of f_1 - f_2 over the unit square, l-inf input norm (max ||grad||_1)
+  lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
+  # l1 input norm (max ||grad||_inf) on an l-inf ball, as JSON
+  lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
+  # centre from a file, stop after 60 s with certified bounds
+  lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+  # an l1 ball, and per-input box bounds from a file
+  lipopt solve net.onnx --center x.npy --radius 0.5 --ball l1
+  lipopt solve net.onnx --box bounds.json      # {"lower": [...], "upper": [...]}
+
+domain: give exactly one of --box or --center/--radius. Negative numbers work as typed
+(--box -1,1, --center -0.5,0.2). Vectors are comma lists or .npy/.json/.txt files.
+
+output: the value is a certified upper bound on the local Lipschitz constant, and the exact
+constant when the status is 'optimal'; 'lower' is attained at the witness input (recomputed
+in numpy). Exit status: 0 answered, 2 bad input or solver failure.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
+    dom = parser.add_argument_group("domain (one of)")
+    dom.add_argument("--box", metavar="LO,HI|FILE", help="box: LO,HI for every input, or a "
+                     '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)')
+    dom.add_argument("--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt")
+    dom.add_argument("--radius", type=float, help="ball radius (with --center)")
+    dom.add_argument("--ball", choices=["linf", "l1"], default="linf",
+                     help="ball type for --center/--radius (default: linf)")
+    prob = parser.add_argument_group("problem")
+    prob.add_argument("--norm", choices=["linf", "l1"], default="linf",
+                      help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)")
+    prob.add_argument("--c", metavar="C|FILE",
+                      help="output weighting c: the constant of c^T f (needed for >1 output)")
+    sol = parser.add_argument_group("solving")
+    sol.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
+    sol.add_argument("--mode", choices=["exact", "lp"], default="exact",
+                     help="exact MIP (default) or its LP relaxation (an upper bound)")
+    sol.add_argument("--time-limit", type=float, metavar="SECONDS",
+                     help="stop after this long with certified bounds")
+    sol.add_argument("--gap", type=float, metavar="REL",
+                     help="stop at this relative gap, e.g. 0.05")
+    sol.add_argument("--threads", type=int, help="solver threads")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--verbose", action="store_true", help="show the solver's log")
+    out.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lipopt",
+        description="Exact local Lipschitz constants of ReLU networks by mixed-integer programming.",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from lipopt import __version__
+
+    parser.add_argument("--version", action="version", version=f"lipopt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    solve = sub.add_parser(
+        "solve",
+        help="compute the local Lipschitz constant of an ONNX network over a domain",
+        description="Compute the exact local Lipschitz constant (or certified bounds on it) "
+        "of c^T f over a box or ball of inputs.",
+        epilog=SOLVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_solve_arguments(solve)
+    return parser
+
+
+def _join_negative_values(argv: Sequence[str]) -> list[str]:
+    """Let values that start with '-' follow their option: '--box -1,1' -> '--box=-1,1'."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        if args[i] in VALUE_OPTIONS and i + 1 < len(args) and args[i + 1].startswith("-") \
+                and not args[i + 1].startswith("--"):
+            out.append(f"{args[i]}={args[i + 1]}")
+            i += 2
+        else:
+            out.append(args[i])
+            i += 1
+    return out
+
+
+def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
+    """The domain the options describe; exactly one of --box or --center/--radius."""
+    d = network.input_dim
+    if args.box is not None and (args.center is not None or args.radius is not None):
+        raise DomainError("give either --box or --center/--radius, not both")
+    if args.box is not None:
+        return parse_box(args.box, d)
+    if args.center is None and args.radius is None:
+        raise DomainError("no domain given: use --box LO,HI or --center X --radius R")
+    if args.center is None or args.radius is None:
+        raise DomainError("a ball needs both --center and --radius")
+    return parse_ball(args.center, args.radius, args.ball, d)
+
+
+def _format_vector(vec: np.ndarray | None, limit: int = 6) -> str:
+    if vec is None:
+        return "-"
+    shown = ", ".join(f"{v:.4g}" for v in vec[:limit])
+    return f"[{shown}{', ...' if vec.size > limit else ''}]"
+
+
+def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
+    """The short human summary printed without --json."""
+    dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
+    verdict = {
+        "optimal": "exact" if result.exact_certified else "optimal, not certified attained",
+        "relaxation": "LP relaxation: upper bound only",
+        "gap_limit": "stopped at the gap limit: bounds only",
+        "time_limit": "stopped at the time limit: bounds only",
+    }.get(result.status, result.status)
+    lower = "-" if result.lower is None else f"{result.lower:.10g}"
+    stats = result.model_stats
+    t = result.timings
+    lines = [
+        f"network   {model}  {list(network.widths)}",
+        f"domain    {domain.describe()}    norm {result.norm} ({dual})    c = {_format_vector(result.c)}",
+        f"value     {result.value:.10g}   [{result.status}: {verdict}]",
+        f"lower     {lower}   attained at x = {_format_vector(result.witness)}",
+        f"upper     {result.upper:.10g}",
+        f"model     {stats['variables']} variables, {stats['constraints']} constraints, "
+        f"{stats['binaries']} binaries ({stats['unstable_neurons']} unstable neurons)",
+        f"time      {result.seconds:.2f} s (bounds {t.get('bounds', 0):.2f}, build {t.get('build', 0):.2f}, "
+        f"solve {t.get('solve', 0):.2f}, verify {t.get('verify', 0):.2f})    solver {result.solver}",
+    ]
+    if result.message:
+        lines.append(f"note      {result.message}")
+    return "\n".join(lines)
+
+
+def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+    def say(message: str) -> None:
+        if not quiet:
+            print(f"lipopt: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def run_solve(args: argparse.Namespace) -> int:
+    say = _progress(args.quiet)
+    network = load_onnx(args.model)
+    domain = domain_from_args(args, network)
+    c = load_vector(args.c, "--c") if args.c is not None else None
+    say(f"loaded {args.model}: widths {list(network.widths)}; solving with {args.solver}...")
+    result = lipschitz(
+        network,
+        domain,
+        norm=args.norm,
+        c=c,
+        solver=args.solver,
+        mode=args.mode,
+        time_limit=args.time_limit,
+        gap=args.gap,
+        threads=args.threads,
+        verbose=args.verbose,
+        progress=say,
+    )
+    if args.json:
+        out = result.to_dict()
+        out["model"] = args.model
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_result(result, network, domain, args.model))
+    return 0
+
+
+COMMANDS = {"solve": run_solve}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except USER_ERRORS as exc:
+        print(f"lipopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"lipopt {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

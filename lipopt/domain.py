@@ -1,0 +1,248 @@
+"""Input domains: boxes and norm balls, with validation, membership, sampling and parsing.
+
+Every domain is a bounded set with nonempty interior (the Lipschitz constant is taken over its
+interior). Each one exposes its bounding box, which seeds interval bound propagation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+
+
+class DomainError(ValueError):
+    """A domain that is malformed or does not fit the network."""
+
+
+def _vector(values: ArrayLike, what: str) -> FloatArray:
+    try:
+        arr = np.array(values, dtype=np.float64, copy=True).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DomainError(f"{what} must be a list of numbers: {exc}") from None
+    if arr.size == 0:
+        raise DomainError(f"{what} is empty")
+    if not np.all(np.isfinite(arr)):
+        raise DomainError(f"{what} contains NaN or infinite values")
+    arr.setflags(write=False)
+    return arr
+
+
+def _radius(radius: float) -> float:
+    try:
+        value = float(radius)
+    except (TypeError, ValueError):
+        raise DomainError(f"radius must be a number, got {radius!r}") from None
+    if not np.isfinite(value):
+        raise DomainError(f"radius must be finite, got {value}")
+    if value <= 0:
+        raise DomainError(f"radius must be positive, got {value}")
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Box:
+    """The box ``{x : lower <= x <= upper}`` (``lower < upper`` in every coordinate)."""
+
+    lower: FloatArray
+    upper: FloatArray
+
+    def __post_init__(self) -> None:
+        lower = _vector(self.lower, "box lower bound")
+        upper = _vector(self.upper, "box upper bound")
+        if lower.shape != upper.shape:
+            raise DomainError(
+                f"box lower bound has {lower.size} entries but upper bound has {upper.size}"
+            )
+        bad = np.flatnonzero(lower >= upper)
+        if bad.size:
+            j = int(bad[0])
+            raise DomainError(
+                f"box needs lower < upper in every coordinate; coordinate {j} has "
+                f"lower {lower[j]:g} >= upper {upper[j]:g}"
+            )
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
+    @property
+    def dim(self) -> int:
+        return int(self.lower.size)
+
+    def bounding_box(self) -> tuple[FloatArray, FloatArray]:
+        return self.lower, self.upper
+
+    def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
+        arr = np.asarray(x, dtype=np.float64)
+        return bool(np.all(arr >= self.lower - tol) and np.all(arr <= self.upper + tol))
+
+    def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
+        """``n`` points uniform in the box, shape (n, d)."""
+        return rng.uniform(self.lower, self.upper, size=(n, self.dim))
+
+    def describe(self) -> str:
+        if np.all(self.lower == self.lower[0]) and np.all(self.upper == self.upper[0]):
+            return f"box [{self.lower[0]:g}, {self.upper[0]:g}]^{self.dim}"
+        return f"box in R^{self.dim} (per-input bounds)"
+
+
+@dataclass(frozen=True, eq=False)
+class LinfBall:
+    """The ℓ∞ ball ``{x : max_j |x_j - center_j| <= radius}``, a box."""
+
+    center: FloatArray
+    radius: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", _vector(self.center, "ball center"))
+        object.__setattr__(self, "radius", _radius(self.radius))
+
+    @property
+    def dim(self) -> int:
+        return int(self.center.size)
+
+    def bounding_box(self) -> tuple[FloatArray, FloatArray]:
+        return self.center - self.radius, self.center + self.radius
+
+    def as_box(self) -> Box:
+        lower, upper = self.bounding_box()
+        return Box(lower, upper)
+
+    def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
+        arr = np.asarray(x, dtype=np.float64)
+        return bool(np.max(np.abs(arr - self.center)) <= self.radius + tol)
+
+    def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
+        return self.as_box().sample(n, rng)
+
+    def describe(self) -> str:
+        return f"l-inf ball of radius {self.radius:g} in R^{self.dim}"
+
+
+@dataclass(frozen=True, eq=False)
+class L1Ball:
+    """The ℓ1 ball ``{x : sum_j |x_j - center_j| <= radius}``."""
+
+    center: FloatArray
+    radius: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", _vector(self.center, "ball center"))
+        object.__setattr__(self, "radius", _radius(self.radius))
+
+    @property
+    def dim(self) -> int:
+        return int(self.center.size)
+
+    def bounding_box(self) -> tuple[FloatArray, FloatArray]:
+        return self.center - self.radius, self.center + self.radius
+
+    def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
+        arr = np.asarray(x, dtype=np.float64)
+        return bool(np.sum(np.abs(arr - self.center)) <= self.radius + tol)
+
+    def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
+        """Uniform in the ℓ1 ball: a uniform point of the simplex (normalised exponentials)
+        with random signs, scaled by ``radius * U^(1/d)``."""
+        d = self.dim
+        e = rng.exponential(size=(n, d))
+        simplex = e / e.sum(axis=1, keepdims=True)
+        signs = rng.choice([-1.0, 1.0], size=(n, d))
+        scale = self.radius * rng.uniform(size=(n, 1)) ** (1.0 / d)
+        return self.center + signs * simplex * scale
+
+    def describe(self) -> str:
+        return f"l1 ball of radius {self.radius:g} in R^{self.dim}"
+
+
+Domain = Union[Box, LinfBall, L1Ball]
+
+
+def check_dimension(domain: Domain, input_dim: int) -> None:
+    """Raise :class:`DomainError` unless the domain lives in the network's input space."""
+    if domain.dim != input_dim:
+        raise DomainError(f"the domain has {domain.dim} inputs but the network takes {input_dim}")
+
+
+# ---------------------------------------------------------------------------- parsing
+def load_vector(text: str, what: str) -> FloatArray:
+    """A vector from a comma list (``-0.5,0.2``) or a file (``.npy``, ``.json``, ``.txt``/``.csv``)."""
+    path = Path(text)
+    if path.suffix.lower() in {".npy", ".json", ".txt", ".csv"}:
+        if not path.is_file():
+            raise DomainError(f"{what}: file not found: {text}")
+        try:
+            if path.suffix.lower() == ".npy":
+                data: object = np.load(path, allow_pickle=False)
+            elif path.suffix.lower() == ".json":
+                data = json.loads(path.read_text())
+            else:
+                data = np.loadtxt(path, delimiter="," if path.suffix.lower() == ".csv" else None)
+        except (OSError, ValueError) as exc:
+            raise DomainError(f"{what}: cannot read {text}: {exc}") from None
+        return _vector(data, what)  # type: ignore[arg-type]
+    try:
+        values = [float(part) for part in text.split(",") if part.strip() != ""]
+    except ValueError:
+        raise DomainError(
+            f"{what} must be comma-separated numbers or a .npy/.json/.txt file, got {text!r}"
+        ) from None
+    return _vector(values, what)
+
+
+def _broadcast(vec: FloatArray, dim: int, what: str) -> FloatArray:
+    if vec.size == 1:
+        return np.full(dim, float(vec[0]))
+    if vec.size != dim:
+        raise DomainError(f"{what} has {vec.size} entries but the network takes {dim} inputs")
+    return vec
+
+
+def parse_box(text: str, dim: int) -> Box:
+    """``LO,HI`` for every input, or a file: JSON ``{"lower": [...], "upper": [...]}``
+    or a ``.npy`` array of shape (2, d)."""
+    path = Path(text)
+    suffix = path.suffix.lower()
+    if suffix in {".json", ".npy"}:
+        if not path.is_file():
+            raise DomainError(f"--box: file not found: {text}")
+        try:
+            if suffix == ".json":
+                data = json.loads(path.read_text())
+                if not isinstance(data, dict) or not {"lower", "upper"} <= set(data):
+                    raise DomainError(
+                        f'--box: {text} must hold {{"lower": [...], "upper": [...]}}'
+                    )
+                lower, upper = data["lower"], data["upper"]
+            else:
+                arr = np.load(path, allow_pickle=False)
+                if arr.ndim != 2 or arr.shape[0] != 2:
+                    raise DomainError(f"--box: {text} must hold an array of shape (2, d), got {arr.shape}")
+                lower, upper = arr[0], arr[1]
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, DomainError):
+                raise
+            raise DomainError(f"--box: cannot read {text}: {exc}") from None
+        lo = _broadcast(_vector(lower, "box lower bound"), dim, "box lower bound")
+        hi = _broadcast(_vector(upper, "box upper bound"), dim, "box upper bound")
+        return Box(lo, hi)
+    vec = load_vector(text, "--box")
+    if vec.size != 2:
+        raise DomainError(
+            f"--box takes LO,HI (two numbers) or a .json/.npy file, got {vec.size} numbers"
+        )
+    return Box(np.full(dim, vec[0]), np.full(dim, vec[1]))
+
+
+def parse_ball(center_text: str, radius: float, kind: str, dim: int) -> LinfBall | L1Ball:
+    """A ball of the given kind (``linf`` or ``l1``) from ``--center`` and ``--radius``."""
+    center = _broadcast(load_vector(center_text, "--center"), dim, "--center")
+    kinds = {"linf": LinfBall, "l1": L1Ball}
+    if kind not in kinds:
+        raise DomainError(f"--ball must be one of {sorted(kinds)}, got {kind!r}")
+    return kinds[kind](center, radius)

@@ -1,0 +1,82 @@
+"""Assemble the Lipschitz MIP: domain, forward pass, backward pass, dual-norm objective."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pe
+from numpy.typing import ArrayLike
+
+from lipopt.bounds.interval import NetworkBounds
+from lipopt.domain import Domain
+from lipopt.formulation.backward import add_backward
+from lipopt.formulation.forward import add_forward, add_input
+from lipopt.formulation.objective import add_objective
+from lipopt.formulation.terms import Term
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+
+@dataclass(eq=False)
+class LipschitzModel:
+    """A built Pyomo model with handles to the parts a caller needs.
+
+    Attributes:
+        model: the ``pyomo.environ.ConcreteModel``; maximise ``model.objective``.
+        x: the input variables, one per input coordinate.
+        activations: per hidden layer, ``{neuron: binary}`` for the unstable neurons.
+        gradient: the input-gradient entries (numbers or linear expressions).
+        norm: the input norm whose dual the objective measures.
+        relaxed: whether binaries were relaxed to [0, 1] (the LP relaxation, LipLP).
+    """
+
+    model: pe.ConcreteModel
+    x: list[Any]
+    activations: list[dict[int, Any]]
+    gradient: list[Term]
+    norm: InputNorm
+    relaxed: bool
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def binaries(self) -> list[Any]:
+        """Every 0/1 variable: activations, gradient signs (``g_sign``), max selections (``g_pick``)."""
+        out = [a for layer in self.activations for a in layer.values()]
+        for name in ("g_sign", "g_pick"):
+            component = self.model.component(name)
+            if component is not None:
+                out.extend(component.values())
+        return out
+
+
+def _count(model: pe.ConcreteModel, ctype: type) -> int:
+    return sum(1 for _ in model.component_data_objects(ctype, active=True, descend_into=True))
+
+
+def build(
+    network: Network,
+    domain: Domain,
+    c: ArrayLike,
+    norm: InputNorm | str,
+    bounds: NetworkBounds,
+    relax: bool = False,
+) -> LipschitzModel:
+    """Build ``max_{x ∈ domain} ||∇(c^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation)."""
+    input_norm = InputNorm.parse(norm)
+    model = pe.ConcreteModel(name="lipschitz")
+    x = add_input(model, domain)
+    activations = add_forward(model, network, bounds, x, relax)
+    seed = [float(v) for v in np.asarray(c, dtype=np.float64)]
+    gradient = add_backward(model, network, bounds, activations, seed)
+    add_objective(
+        model, gradient, bounds.input_grad_lower, bounds.input_grad_upper, input_norm, relax
+    )
+    lip = LipschitzModel(model, x, activations, gradient, input_norm, relax)
+    lip.stats = {
+        "variables": _count(model, pe.Var),
+        "constraints": _count(model, pe.Constraint),
+        "binaries": len(lip.binaries()),
+        "unstable_neurons": bounds.unstable_count,
+    }
+    return lip

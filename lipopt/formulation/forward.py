@@ -1,0 +1,101 @@
+"""Forward pass: the domain constraints and the ReLU big-M encoding.
+
+For a hidden neuron with pre-activation ``z ∈ [l, u]``:
+- ``l >= 0`` (always active):   ``h = z``, no binary;
+- ``u <= 0`` (always inactive): ``h = 0``, no variable at all;
+- otherwise a binary ``a`` and  ``h >= z,  h >= 0,  h <= u·a,  h <= z - l·(1 - a)``.
+``a`` is the neuron's activation (1 = on); the backward pass reuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyomo.environ as pe
+
+from lipopt.bounds.interval import NetworkBounds, NeuronState
+from lipopt.domain import Box, Domain, L1Ball, LinfBall
+from lipopt.formulation.terms import Term, is_constant, linear_map
+from lipopt.network import Network
+
+
+def _box_input(model: pe.ConcreteModel, lower: np.ndarray, upper: np.ndarray) -> list[Term]:
+    d = lower.size
+    model.x = pe.Var(range(d), bounds=lambda _, j: (float(lower[j]), float(upper[j])))
+    return [model.x[j] for j in range(d)]
+
+
+def _add_box(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
+    lower, upper = domain.bounding_box()
+    return _box_input(model, lower, upper)
+
+
+def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
+    """``||x - x0||_1 <= ρ`` lifted: ``dev_j >= ±(x_j - x0_j)``, ``Σ dev_j <= ρ``."""
+    assert isinstance(domain, L1Ball)
+    lower, upper = domain.bounding_box()
+    x = _box_input(model, lower, upper)
+    d = domain.dim
+    centre = domain.center
+    model.x_dev = pe.Var(range(d), bounds=(0.0, domain.radius))
+    model.x_dev_pos = pe.Constraint(range(d), rule=lambda m, j: m.x_dev[j] >= m.x[j] - float(centre[j]))
+    model.x_dev_neg = pe.Constraint(range(d), rule=lambda m, j: m.x_dev[j] >= float(centre[j]) - m.x[j])
+    model.x_in_ball = pe.Constraint(expr=pe.quicksum(model.x_dev[j] for j in range(d)) <= domain.radius)
+    return x
+
+
+INPUT_ENCODERS: dict[type, Callable[[pe.ConcreteModel, Domain], list[Term]]] = {
+    Box: _add_box,
+    LinfBall: _add_box,
+    L1Ball: _add_l1_ball,
+}
+
+
+def add_input(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
+    """Input variables ``x`` constrained to the domain."""
+    return INPUT_ENCODERS[type(domain)](model, domain)
+
+
+def add_forward(
+    model: pe.ConcreteModel,
+    network: Network,
+    bounds: NetworkBounds,
+    x: list[Term],
+    relax: bool,
+) -> list[dict[int, pe.Var]]:
+    """Encode every hidden layer; returns, per layer, the activation binaries of unstable neurons.
+
+    Components are named per hidden layer ``k`` (1-based, as in the paper): ``h{k}[i]`` post-
+    activation, ``a{k}[i]`` activation binary, constraints ``relu{k}_*[i]``.
+    """
+    binary_domain = pe.UnitInterval if relax else pe.Binary
+    activations: list[dict[int, pe.Var]] = []
+    h: list[Term] = list(x)
+    for k, (affine, lower, upper, state) in enumerate(
+        zip(network.affine_layers[:-1], bounds.pre_lower, bounds.pre_upper, bounds.states), start=1
+    ):
+        z = linear_map(affine.weight, h, affine.bias)
+        width = affine.out_features
+        live = [i for i in range(width) if state[i] != NeuronState.INACTIVE]
+        unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]
+        h_var = pe.Var(live, bounds=lambda _, i: (max(float(lower[i]), 0.0), max(float(upper[i]), 0.0)))
+        a_var = pe.Var(unstable, domain=binary_domain)
+        setattr(model, f"h{k}", h_var)
+        setattr(model, f"a{k}", a_var)
+        active = [i for i in live if state[i] == NeuronState.ACTIVE]
+        setattr(model, f"relu{k}_active", pe.Constraint(active, rule=lambda _, i: h_var[i] == z[i]))
+        cons = pe.ConstraintList()
+        setattr(model, f"relu{k}_unstable", cons)
+        for i in unstable:
+            if is_constant(z[i]):  # cannot happen with sound bounds; keep the encoding valid anyway
+                z_i = float(z[i])
+                cons.add(h_var[i] == max(z_i, 0.0))
+                continue
+            lo, hi = float(lower[i]), float(upper[i])
+            cons.add(h_var[i] >= z[i])
+            cons.add(h_var[i] <= hi * a_var[i])
+            cons.add(h_var[i] <= z[i] - lo * (1 - a_var[i]))
+        activations.append({i: a_var[i] for i in unstable})
+        h = [h_var[i] if state[i] != NeuronState.INACTIVE else 0.0 for i in range(width)]
+    return activations

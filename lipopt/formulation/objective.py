@@ -1,0 +1,92 @@
+"""Dual-norm objectives over the input gradient ``g`` (paper Lemma 7).
+
+ℓ∞ input norm — maximise ``||g||_1 = Σ_j |g_j|``.  With ``g_j ∈ [l_j, u_j]``:
+``|g_j| = g_j`` if ``l_j >= 0``, ``-g_j`` if ``u_j <= 0``; otherwise a variable ``t_j`` and a sign
+binary ``σ_j`` (1 = positive):  ``t_j <= g_j - 2 l_j (1 - σ_j)``,  ``t_j <= -g_j + 2 u_j σ_j``,
+``t_j <= u_j σ_j - l_j (1 - σ_j)``.  Maximising ``t_j`` then gives exactly ``|g_j|``.
+
+ℓ1 input norm — maximise ``||g||_∞ = max_{j, ±} ±g_j``.  Candidates ``(j, ±)`` whose upper bound is
+below the best guaranteed lower bound of another candidate are dropped; among the rest one
+selection binary ``q`` per candidate, ``Σ q = 1``, and ``t <= ±g_j + M (1 - q)`` with
+``M = max_candidates_ub - lb(±g_j)``.  With one candidate left, ``t = ±g_j`` needs no binary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyomo.environ as pe
+
+from lipopt.formulation.terms import Term, is_constant
+from lipopt.norms import InputNorm
+
+
+def _l1_of_gradient(
+    model: pe.ConcreteModel, g: Sequence[Term], lower: np.ndarray, upper: np.ndarray, relax: bool
+) -> Term:
+    terms: list[Term] = []
+    straddle = [j for j in range(len(g)) if not is_constant(g[j]) and lower[j] < 0 < upper[j]]
+    model.g_abs = pe.Var(straddle, bounds=lambda _, j: (0.0, max(-float(lower[j]), float(upper[j]))))
+    model.g_sign = pe.Var(straddle, domain=pe.UnitInterval if relax else pe.Binary)
+    model.g_abs_def = pe.ConstraintList()
+    for j, gj in enumerate(g):
+        if is_constant(gj):
+            terms.append(abs(float(gj)))
+        elif lower[j] >= 0:
+            terms.append(gj)
+        elif upper[j] <= 0:
+            terms.append(-gj)
+        else:
+            t, sigma, lo, hi = model.g_abs[j], model.g_sign[j], float(lower[j]), float(upper[j])
+            model.g_abs_def.add(t <= gj - 2 * lo * (1 - sigma))
+            model.g_abs_def.add(t <= -gj + 2 * hi * sigma)
+            model.g_abs_def.add(t <= hi * sigma - lo * (1 - sigma))
+            terms.append(t)
+    return pe.quicksum(terms)
+
+
+def _linf_of_gradient(
+    model: pe.ConcreteModel, g: Sequence[Term], lower: np.ndarray, upper: np.ndarray, relax: bool
+) -> Term:
+    # candidate (j, sign): value sign*g_j in [lb, ub]
+    candidates = []
+    for j, gj in enumerate(g):
+        if is_constant(gj):
+            candidates.append((j, 1.0, abs(float(gj)), abs(float(gj))))
+            continue
+        candidates.append((j, 1.0, float(lower[j]), float(upper[j])))
+        candidates.append((j, -1.0, -float(upper[j]), -float(lower[j])))
+    floor = max(c[2] for c in candidates)
+    kept = [c for c in candidates if c[3] >= floor]
+    if len(kept) == 1:
+        j, sign, _, _ = kept[0]
+        return sign * g[j] if not is_constant(g[j]) else abs(float(g[j]))
+    top = max(c[3] for c in kept)
+    model.g_max = pe.Var(bounds=(floor, top))
+    model.g_pick = pe.Var(range(len(kept)), domain=pe.UnitInterval if relax else pe.Binary)
+    model.g_pick_one = pe.Constraint(expr=pe.quicksum(model.g_pick[n] for n in range(len(kept))) == 1)
+    model.g_max_def = pe.ConstraintList()
+    for n, (j, sign, lb, _) in enumerate(kept):
+        value = abs(float(g[j])) if is_constant(g[j]) else sign * g[j]
+        model.g_max_def.add(model.g_max <= value + (top - lb) * (1 - model.g_pick[n]))
+    return model.g_max
+
+
+OBJECTIVES: dict[InputNorm, Callable[..., Term]] = {
+    InputNorm.LINF: _l1_of_gradient,
+    InputNorm.L1: _linf_of_gradient,
+}
+
+
+def add_objective(
+    model: pe.ConcreteModel,
+    gradient: Sequence[Term],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    norm: InputNorm,
+    relax: bool,
+) -> None:
+    """Set ``model.objective`` to maximise the dual norm of the gradient."""
+    expr = OBJECTIVES[norm](model, gradient, lower, upper, relax)
+    model.objective = pe.Objective(expr=expr, sense=pe.maximize)

@@ -1,0 +1,378 @@
+"""``lipschitz(...)``: bounds -> model -> solve -> verify, and the result users see.
+
+The value returned is ``max_{x ∈ X} ||∇(c^T f)(x)||_{α*}`` (paper Theorem 1), the local Lipschitz
+constant of ``c^T f`` over the interior of the domain X w.r.t. the input norm α.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pe
+from numpy.typing import ArrayLike, NDArray
+
+from lipopt.bounds import propagate
+from lipopt.bounds.interval import NetworkBounds, NeuronState
+from lipopt.domain import Domain, check_dimension
+from lipopt.formulation import LipschitzModel, build
+from lipopt.network import Network
+from lipopt.norms import InputNorm, dual_norm
+from lipopt.solvers import SolveOptions, SolveResult, SolverError, Termination, get
+from lipopt.verify import Dimension, check_region, is_differentiable_at
+
+FloatArray = NDArray[np.float64]
+
+
+class LipschitzError(ValueError):
+    """A request that cannot be answered as asked (bad ``c``, wrong mode, ...)."""
+
+
+class Mode(str, Enum):
+    """How far to solve: to optimality, or only the LP relaxation (LipLP)."""
+
+    EXACT = "exact"
+    LP = "lp"
+
+
+@dataclass(frozen=True)
+class LipschitzResult:
+    """The answer, with everything needed to check it.
+
+    Attributes:
+        value: certified upper bound on the constant; the exact constant when
+            ``status == "optimal"``.
+        lower: ``||∇(c^T f)(witness)||_{α*}`` recomputed in numpy: attained, so a lower bound.
+        upper: same as ``value``.
+        status: ``optimal``, ``gap_limit``, ``time_limit`` or ``relaxation``.
+        witness: the input where ``lower`` is attained (f is differentiable there).
+        exact_certified: the witness's linear region is full-dimensional inside the domain and
+            its gradient norm matches ``value``, so the value is attained — exact for any network.
+        model_stats: ``variables``, ``constraints``, ``binaries``, ``unstable_neurons``.
+        timings: seconds spent in ``bounds``, ``build``, ``solve``, ``verify``.
+        solver: solver name and version.
+        norm: the input norm α; ``c``: the output weighting.
+        nodes: branch-and-bound nodes (where reported); ``refinements``: re-solves that excluded
+            lower-dimensional activation patterns.
+        message: anything the user should know about this answer.
+        model: the built :class:`~lipopt.formulation.LipschitzModel` (inspect or extend it).
+    """
+
+    value: float
+    lower: float | None
+    upper: float
+    status: str
+    witness: FloatArray | None
+    exact_certified: bool
+    model_stats: dict[str, int]
+    timings: dict[str, float]
+    solver: str
+    norm: str
+    c: FloatArray
+    nodes: int | None = None
+    refinements: int = 0
+    message: str = ""
+    model: LipschitzModel | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def gap(self) -> float | None:
+        if self.lower is None:
+            return None
+        return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
+
+    @property
+    def seconds(self) -> float:
+        return float(sum(self.timings.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (the CLI's ``--json`` object)."""
+        out = asdict(self)
+        out.pop("model")
+        out.update(out.pop("model_stats"))
+        out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
+        out["c"] = [float(v) for v in self.c]
+        out["gap"] = self.gap
+        out["seconds"] = self.seconds
+        return out
+
+
+def resolve_c(network: Network, c: ArrayLike | None) -> FloatArray:
+    """The output weighting: ``c`` as given, or ``[1]`` for a one-output network."""
+    m = network.output_dim
+    if c is None:
+        if m != 1:
+            raise LipschitzError(
+                f"the network has {m} outputs; pass c (a vector of {m} numbers, e.g. --c 1,-1) "
+                "to take the constant of c^T f"
+            )
+        return np.ones(1)
+    try:
+        vec = np.asarray(c, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise LipschitzError(f"c must be a list of numbers, got {c!r}") from None
+    if vec.size != m:
+        raise LipschitzError(f"c has {vec.size} entries but the network has {m} outputs")
+    if not np.all(np.isfinite(vec)):
+        raise LipschitzError("c contains NaN or infinite values")
+    return vec
+
+
+def build_model(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str = InputNorm.LINF,
+    c: ArrayLike | None = None,
+    *,
+    relax: bool = False,
+    bounds: str = "interval",
+) -> LipschitzModel:
+    """Build (without solving) the Pyomo model that :func:`lipschitz` would solve."""
+    check_dimension(domain, network.input_dim)
+    cvec = resolve_c(network, c)
+    net_bounds = propagate(network, domain, cvec, method=bounds)
+    return build(network, domain, cvec, InputNorm.parse(norm), net_bounds, relax=relax)
+
+
+def _pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
+    """The full 0/1 activation pattern: known states, and rounded binaries for unstable neurons."""
+    pattern = []
+    for state, layer_bins in zip(bounds.states, lip.activations):
+        mask = (state == NeuronState.ACTIVE).astype(np.float64)
+        for i, var in layer_bins.items():
+            mask[i] = 1.0 if values[var] > 0.5 else 0.0
+        pattern.append(mask)
+    return pattern
+
+
+def _exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
+    """Add a no-good cut removing the incumbent's activation pattern; False if nothing to cut."""
+    binaries = [v for layer in lip.activations for v in layer.values()]
+    if not binaries:
+        return False
+    model = lip.model
+    if model.component("excluded_patterns") is None:
+        model.excluded_patterns = pe.ConstraintList()
+    model.excluded_patterns.add(
+        pe.quicksum((1 - v) if values[v] > 0.5 else v for v in binaries) >= 1
+    )
+    return True
+
+
+@dataclass
+class _Witness:
+    point: FloatArray
+    norm_value: float
+    certified_pattern: bool
+
+
+def _best_witness(
+    network: Network,
+    domain: Domain,
+    cvec: FloatArray,
+    norm: InputNorm,
+    candidates: list[FloatArray],
+    rng: np.random.Generator,
+) -> _Witness | None:
+    """The best verified point among candidates: each candidate's own numpy pattern is checked
+    to be full-dimensional, and its deepest point is used (a differentiable point)."""
+    best: _Witness | None = None
+    for x in candidates:
+        pattern = network.activation_pattern(x)
+        check = check_region(network, pattern, domain)
+        if check.dimension is Dimension.FULL and check.point is not None:
+            point = check.point
+        elif is_differentiable_at(network, x) and domain.contains(x):
+            point = x
+        else:
+            continue
+        value = float(dual_norm(network.gradients(point, cvec), norm))
+        if best is None or value > best.norm_value:
+            best = _Witness(point, value, False)
+    if best is None:  # random points are differentiable with probability one
+        samples = domain.sample(64, rng)
+        norms = dual_norm(network.gradients(samples, cvec), norm)
+        j = int(np.argmax(norms))
+        if is_differentiable_at(network, samples[j]):
+            best = _Witness(samples[j], float(norms[j]), False)
+    return best
+
+
+def lipschitz(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str = InputNorm.LINF,
+    c: ArrayLike | None = None,
+    *,
+    solver: str = "highs",
+    mode: Mode | str = Mode.EXACT,
+    time_limit: float | None = None,
+    gap: float | None = None,
+    threads: int | None = None,
+    verbose: bool = False,
+    bounds: str = "interval",
+    max_refinements: int = 10,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> LipschitzResult:
+    """The local Lipschitz constant of ``c^T f`` over ``domain`` w.r.t. the input norm.
+
+    Args:
+        network: the ReLU network.
+        domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall` or :class:`~lipopt.L1Ball`.
+        norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``) or ``"l1"`` (``max ||∇||_∞``).
+        c: output weighting; optional for one-output networks.
+        solver: solver adapter name (``"highs"``).
+        mode: ``"exact"`` (the MIP) or ``"lp"`` (its LP relaxation: an upper bound only).
+        time_limit: seconds; on expiry the best proven bound and incumbent are returned.
+        gap: stop at this relative gap (e.g. 0.05); the answer is then bracketed.
+        threads: solver threads.
+        verbose: show the solver's log.
+        bounds: bound propagation method (``"interval"``).
+        max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
+        seed: for the random fallback witness search.
+        progress: called with a short message at each stage (the CLI prints them).
+    """
+    say = progress or (lambda _message: None)
+    input_norm = InputNorm.parse(norm)
+    solve_mode = Mode(mode) if not isinstance(mode, Mode) else mode
+    if gap is not None and not (0 <= gap < 1):
+        raise LipschitzError(f"gap must be in [0, 1), got {gap}")
+    if time_limit is not None and not time_limit > 0:
+        raise LipschitzError(f"time limit must be positive, got {time_limit}")
+    check_dimension(domain, network.input_dim)
+    cvec = resolve_c(network, c)
+    adapter = get(solver)
+    timings: dict[str, float] = {}
+
+    start = time.perf_counter()
+    net_bounds = propagate(network, domain, cvec, method=bounds)
+    timings["bounds"] = time.perf_counter() - start
+    say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons")
+
+    start = time.perf_counter()
+    relax = solve_mode is Mode.LP
+    lip = build(network, domain, cvec, input_norm, net_bounds, relax=relax)
+    timings["build"] = time.perf_counter() - start
+    limit = f" (time limit {time_limit:g} s)" if time_limit else ""
+    say(
+        f"model: {lip.stats['variables']} variables, {lip.stats['binaries']} binaries; "
+        f"solving {'LP relaxation' if relax else 'MIP'} with {adapter.name}{limit}..."
+    )
+
+    options = SolveOptions(
+        time_limit=time_limit,
+        rel_gap=gap if gap else SolveOptions.rel_gap,
+        threads=threads,
+        verbose=verbose,
+    )
+    start = time.perf_counter()
+    first = adapter.solve(lip.model, options)
+    timings["solve"] = time.perf_counter() - start
+    _raise_on_failure(first)
+    if first.bound is None:
+        raise SolverError(
+            f"the solver stopped ({first.termination.value}) without a proven bound; "
+            "give it more time (--time-limit)"
+        )
+
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    upper = float(first.bound)
+    result, refinements, nodes = first, 0, first.nodes or 0
+    certified_value: float | None = None
+    witness: _Witness | None = None
+    message = ""
+    while result.values is not None and not relax:
+        pattern = _pattern(lip, net_bounds, result.values)
+        check = check_region(network, pattern, domain)
+        if check.dimension is Dimension.FULL and check.point is not None:
+            value = float(dual_norm(network.gradients(check.point, cvec), input_norm))
+            witness = _Witness(check.point, value, True)
+            certified_value = value
+            break
+        if (
+            check.dimension is not Dimension.LOWER
+            or result.termination is not Termination.OPTIMAL
+            or refinements >= max_refinements
+            or not _exclude_pattern(lip, result.values)
+        ):
+            break
+        refinements += 1
+        say(f"optimum on a lower-dimensional region; excluding it and re-solving ({refinements})")
+        solve_start = time.perf_counter()
+        result = adapter.solve(lip.model, options)
+        timings["solve"] += time.perf_counter() - solve_start
+        nodes += result.nodes or 0
+        _raise_on_failure(result)
+        if result.termination is Termination.OPTIMAL and result.bound is not None:
+            upper = min(upper, float(result.bound))  # the excluded patterns cannot attain L
+    if witness is None:
+        candidates = []
+        if first.values is not None:
+            x0 = np.array([first.values[v] for v in lip.x], dtype=np.float64)
+            candidates.append(np.clip(x0, *domain.bounding_box()))
+        witness = _best_witness(network, domain, cvec, input_norm, candidates, rng)
+    timings["verify"] = time.perf_counter() - start
+
+    lower = witness.norm_value if witness is not None else None
+    if lower is not None and lower > upper:
+        upper = lower  # solver tolerance: the attained value is a fact, the bound is not exact
+    status = _status(first.termination, solve_mode, gap)
+    exact_certified = bool(
+        witness is not None
+        and witness.certified_pattern
+        and status == "optimal"
+        and certified_value is not None
+        and abs(upper - certified_value) <= 1e-6 * max(1.0, abs(upper))
+    )
+    if refinements:
+        message = (
+            f"{refinements} optimal activation pattern(s) had lower-dimensional regions "
+            "(network not in general position) and were excluded"
+        )
+    if status == "optimal" and not exact_certified:
+        message = (message + "; " if message else "") + (
+            "the optimum could not be shown to be attained on a full-dimensional region: "
+            "value is a certified upper bound, lower is attained"
+        )
+    return LipschitzResult(
+        value=upper,
+        lower=lower,
+        upper=upper,
+        status=status,
+        witness=None if witness is None else witness.point,
+        exact_certified=exact_certified,
+        model_stats=dict(lip.stats),
+        timings=timings,
+        solver=first.solver,
+        norm=input_norm.value,
+        c=cvec,
+        nodes=nodes if nodes else first.nodes,
+        refinements=refinements,
+        message=message,
+        model=lip,
+    )
+
+
+def _raise_on_failure(result: SolveResult) -> None:
+    if result.termination is Termination.INFEASIBLE:
+        raise SolverError(
+            "the solver reported the Lipschitz model infeasible, which a sound model never is: "
+            "numerical trouble in the solver (try another solver or rescale the network)"
+        )
+    if result.termination is Termination.ERROR:
+        raise SolverError("the solver stopped with an error; no answer is reported")
+
+
+def _status(termination: Termination, mode: Mode, gap: float | None) -> str:
+    if mode is Mode.LP:
+        return "relaxation"
+    if termination is Termination.OPTIMAL:
+        return "gap_limit" if gap else "optimal"
+    if termination is Termination.INTERRUPTED:
+        return "time_limit"
+    return termination.value

@@ -1,0 +1,95 @@
+"""The solver contract: options in, *why it stopped* kept apart from *what came back*."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+import pyomo.environ as pe
+
+#: relative and absolute gaps used for an "exact" solve: far below the 1e-6 we promise
+EXACT_GAP = 1e-9
+
+
+class SolverError(RuntimeError):
+    """The solver is missing, refused the model, or failed; the message says which."""
+
+
+class Termination(str, Enum):
+    """Why the solver stopped."""
+
+    OPTIMAL = "optimal"
+    GAP_LIMIT = "gap_limit"
+    TIME_LIMIT = "time_limit"
+    INFEASIBLE = "infeasible"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How far and how to solve.
+
+    Attributes:
+        time_limit: wall-clock seconds, or None for no limit.
+        rel_gap: stop when ``(bound - incumbent) / |bound| <= rel_gap``.
+        abs_gap: stop when ``bound - incumbent <= abs_gap``.
+        threads: solver threads (None: the solver's default).
+        verbose: stream the solver's log.
+        options: extra solver-specific options, passed through.
+    """
+
+    time_limit: float | None = None
+    rel_gap: float = EXACT_GAP
+    abs_gap: float = EXACT_GAP
+    threads: int | None = None
+    verbose: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What one maximisation returned.
+
+    Attributes:
+        termination: why it stopped.
+        incumbent: objective of the best feasible point found (None if none).
+        bound: best proven upper bound on the maximum (None if none).
+        values: the incumbent's variable values, keyed by Pyomo variable (None if none).
+        seconds: solver wall time.
+        nodes: branch-and-bound nodes, where the solver reports them.
+        solver: the adapter's name and version.
+        log: the solver's log, where captured.
+    """
+
+    termination: Termination
+    incumbent: float | None
+    bound: float | None
+    values: Any
+    seconds: float
+    nodes: int | None = None
+    solver: str = ""
+    log: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(bound - incumbent) / max(|bound|, tiny)``."""
+        if self.incumbent is None or self.bound is None:
+            return None
+        return max(self.bound - self.incumbent, 0.0) / max(abs(self.bound), 1e-12)
+
+
+class Solver(Protocol):
+    """A MIP/LP solver adapter: maximises ``model.objective`` of a Pyomo model."""
+
+    name: str
+
+    def available(self) -> bool:
+        """Whether the solver can be used here (checked when asked, never at import)."""
+
+    def version(self) -> str:
+        """The solver's version string."""
+
+    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
+        """Solve; never raises for limits reached, raises :class:`SolverError` on failure."""

@@ -1,0 +1,131 @@
+"""Checks on a solver's answer, in numpy and scipy only.
+
+For a fixed activation pattern σ every pre-activation is affine in x: ``z_k(x) = A_k x + d_k``.
+The pattern's linear region meets the domain's interior in a full-dimensional set iff the
+*margin LP*
+
+    max t  s.t.  (2σ_i - 1)(A_i x + d_i) >= t ||A_i||_2  for every hidden neuron i,
+                 x at distance >= t from the domain's boundary,   t <= 1
+
+has ``t* > 0``; its optimal x is then a point deep inside the region, where f is
+differentiable and its gradient is the pattern's gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import linprog
+
+from lipopt.domain import Domain, L1Ball
+from lipopt.network import Network
+
+FloatArray = NDArray[np.float64]
+
+#: margins above this prove a full-dimensional region
+FULL_DIM_MARGIN = 1e-9
+#: margins at or below this (or an infeasible LP) prove a lower-dimensional one
+NULL_MARGIN = 1e-12
+
+
+class Dimension(str, Enum):
+    FULL = "full"
+    LOWER = "lower"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class RegionCheck:
+    """Outcome of the margin LP: the verdict, the margin ``t*`` and the deepest point."""
+
+    dimension: Dimension
+    margin: float
+    point: FloatArray | None
+
+
+def pattern_affine_maps(
+    network: Network, pattern: list[FloatArray]
+) -> list[tuple[FloatArray, FloatArray]]:
+    """``(A_k, d_k)`` with ``z_k = A_k x + d_k`` on the pattern's region, per hidden layer."""
+    affines = network.affine_layers
+    maps = []
+    a_mat, d_vec = affines[0].weight, affines[0].bias
+    for k, mask in enumerate(pattern):
+        maps.append((a_mat, d_vec))
+        nxt = affines[k + 1]
+        a_mat = nxt.weight @ (mask[:, None] * a_mat)
+        d_vec = nxt.weight @ (mask * d_vec) + nxt.bias
+    return maps
+
+
+def check_region(network: Network, pattern: list[FloatArray], domain: Domain) -> RegionCheck:
+    """Solve the margin LP for ``pattern`` over ``domain`` (variables: x, t[, ℓ1 deviations])."""
+    d = network.input_dim
+    l1 = isinstance(domain, L1Ball)
+    n_vars = d + 1 + (d if l1 else 0)  # x, t, dev
+    t_col = d
+    rows: list[FloatArray] = []
+    rhs: list[float] = []
+    for (a_mat, d_vec), mask in zip(pattern_affine_maps(network, pattern), pattern):
+        sign = 2.0 * mask - 1.0
+        norms = np.linalg.norm(a_mat, axis=1)
+        for i in range(a_mat.shape[0]):
+            if norms[i] <= 1e-14:
+                if sign[i] * d_vec[i] < -1e-12:  # a constant pre-activation of the wrong sign
+                    return RegionCheck(Dimension.LOWER, -np.inf, None)
+                continue
+            row = np.zeros(n_vars)
+            row[:d] = -sign[i] * a_mat[i] / norms[i]
+            row[t_col] = 1.0
+            rows.append(row)
+            rhs.append(sign[i] * d_vec[i] / norms[i])
+    lower, upper = domain.bounding_box()
+    bounds: list[tuple[float | None, float | None]] = [(float(lo), float(hi)) for lo, hi in zip(lower, upper)]
+    bounds.append((None, 1.0))
+    if l1:
+        assert isinstance(domain, L1Ball)
+        bounds.extend([(0.0, None)] * d)
+        for j in range(d):
+            for sgn in (1.0, -1.0):  # sgn (x_j - c_j) - dev_j <= 0
+                row = np.zeros(n_vars)
+                row[j] = sgn
+                row[d + 1 + j] = -1.0
+                rows.append(row)
+                rhs.append(sgn * float(domain.center[j]))
+        row = np.zeros(n_vars)  # Σ dev + sqrt(d) t <= ρ : an ℓ2 ball of radius t fits inside
+        row[d + 1 :] = 1.0
+        row[t_col] = np.sqrt(d)
+        rows.append(row)
+        rhs.append(domain.radius)
+    else:
+        for j in range(d):  # lo + t <= x <= hi - t
+            for sgn, limit in ((-1.0, -float(lower[j])), (1.0, float(upper[j]))):
+                row = np.zeros(n_vars)
+                row[j] = sgn
+                row[t_col] = 1.0
+                rows.append(row)
+                rhs.append(limit)
+    objective = np.zeros(n_vars)
+    objective[t_col] = -1.0
+    result = linprog(
+        objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs"
+    )
+    if result.status == 2:  # infeasible: even t -> -inf cannot satisfy it; cannot happen (t free)
+        return RegionCheck(Dimension.LOWER, -np.inf, None)
+    if result.status != 0:
+        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
+    margin = float(-result.fun)
+    point = np.clip(np.asarray(result.x[:d], dtype=np.float64), lower, upper)
+    if margin > FULL_DIM_MARGIN:
+        return RegionCheck(Dimension.FULL, margin, point)
+    if margin <= NULL_MARGIN:
+        return RegionCheck(Dimension.LOWER, margin, point)
+    return RegionCheck(Dimension.UNDECIDED, margin, point)
+
+
+def is_differentiable_at(network: Network, x: FloatArray, tol: float = 1e-9) -> bool:
+    """True when no hidden pre-activation is within ``tol`` of 0 at x (f is then linear near x)."""
+    return all(np.all(np.abs(z) > tol) for z in network.pre_activations(x[None, :]))
