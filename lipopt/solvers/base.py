@@ -93,3 +93,18 @@ class Solver(Protocol):
 
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         """Solve; never raises for limits reached, raises :class:`SolverError` on failure."""
+
+
+def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResult | None:
+    """The answer without a solver when the objective is a number (e.g. a network with no
+    hidden layer): every feasible point is optimal; variables sit at the middle of their bounds."""
+    expr = model.objective.expr
+    degree = getattr(expr, "polynomial_degree", lambda: 0)()
+    if degree != 0:
+        return None
+    value = float(pe.value(expr))
+    values = pe.ComponentMap()
+    for var in model.component_data_objects(pe.Var, descend_into=True):
+        lo, hi = var.bounds
+        values[var] = 0.5 * (lo + hi) if lo is not None and hi is not None else (lo or hi or 0.0)
+    return SolveResult(Termination.OPTIMAL, value, value, values, 0.0, 0, f"{solver} (constant objective)")

@@ -7,7 +7,13 @@ from typing import Any
 
 import pyomo.environ as pe
 
-from lipopt.solvers.base import SolveOptions, SolveResult, SolverError, Termination
+from lipopt.solvers.base import (
+    SolveOptions,
+    SolveResult,
+    SolverError,
+    Termination,
+    constant_objective_result,
+)
 
 
 def _status_map() -> dict[Any, Termination]:
@@ -47,6 +53,9 @@ class HighsSolver:
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         if not self.available():
             raise SolverError("HiGHS is not available: pip install highspy")
+        trivial = constant_objective_result(model, self.name)
+        if trivial is not None:
+            return trivial
         solver = self._factory()
         solver_options = {"mip_feasibility_tolerance": 1e-9, **options.options}
         kwargs: dict[str, Any] = {

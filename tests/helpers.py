@@ -1,0 +1,52 @@
+"""Test helpers: random networks in the benchmark recipe, and writing a Network as ONNX."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from lipopt.network import Affine, Network, ReLU
+
+
+def random_network(
+    rng: np.random.Generator, widths: Sequence[int], bias_std: float = 0.5
+) -> Network:
+    """He-normal weights, N(0, bias_std²) biases; widths [d, n_1, ..., m]."""
+    layers: list[Affine | ReLU] = []
+    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:])):
+        weight = rng.normal(size=(fan_out, fan_in)) * np.sqrt(2.0 / fan_in)
+        layers.append(Affine(weight, rng.normal(size=fan_out) * bias_std))
+        if i < len(widths) - 2:
+            layers.append(ReLU())
+    return Network.from_layers(layers)
+
+
+def save_onnx(network: Network, path: Path, opset: int = 17) -> Path:
+    """Write ``network`` as a chain of Gemm/Relu nodes (float64 weights, input 'x')."""
+    nodes, inits = [], []
+    current = "x"
+    affines = network.affine_layers
+    for k, affine in enumerate(affines):
+        w, b = f"W{k}", f"b{k}"
+        inits.append(numpy_helper.from_array(affine.weight.astype(np.float64), w))
+        inits.append(numpy_helper.from_array(affine.bias.astype(np.float64), b))
+        out = f"z{k}"
+        nodes.append(helper.make_node("Gemm", [current, w, b], [out], transB=1, name=f"gemm{k}"))
+        current = out
+        if k < len(affines) - 1:
+            nodes.append(helper.make_node("Relu", [out], [f"h{k}"], name=f"relu{k}"))
+            current = f"h{k}"
+    graph = helper.make_graph(
+        nodes,
+        "net",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, network.input_dim])],
+        [helper.make_tensor_value_info(current, TensorProto.DOUBLE, [1, network.output_dim])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(model, str(path))
+    return path
