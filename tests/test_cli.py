@@ -1,0 +1,146 @@
+"""The command line: outputs, examples in help, and one clear line for each bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lipopt.cli import main
+from lipopt.network import Affine, Network, ReLU
+from tests.helpers import random_network, save_onnx
+
+
+@pytest.fixture
+def two_output_model(tmp_path):
+    net = random_network(np.random.default_rng(3), [3, 6, 6, 2])
+    return str(save_onnx(net, tmp_path / "net.onnx")), net
+
+
+@pytest.fixture
+def one_output_model(tmp_path):
+    net = random_network(np.random.default_rng(4), [2, 5, 1])
+    return str(save_onnx(net, tmp_path / "one.onnx")), net
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_json_has_the_promised_keys(two_output_model, capsys):
+    path, net = two_output_model
+    code, out, _ = _run(capsys, "solve", path, "--box", "-1,1", "--c", "1,-1", "--json")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("value", "lower", "upper", "status", "witness", "exact_certified", "solver",
+                "seconds", "variables", "constraints", "binaries", "unstable_neurons"):
+        assert key in data, key
+    assert data["status"] == "optimal" and data["exact_certified"] is True
+    witness = np.array(data["witness"])
+    assert np.all(witness >= -1) and np.all(witness <= 1)
+    grad = net.gradients(witness, [1.0, -1.0])
+    assert np.abs(grad).sum() == pytest.approx(data["lower"], rel=1e-9)
+
+
+def test_cli_human_summary(one_output_model, capsys):
+    path, _ = one_output_model
+    code, out, err = _run(capsys, "solve", path, "--center", "-0.5,0.2", "--radius", "0.3", "--norm", "l1")
+    assert code == 0
+    assert "value" in out and "optimal" in out and "exact" in out
+    assert "lipopt:" in err  # progress messages go to stderr
+
+
+def test_cli_quiet_prints_no_progress(one_output_model, capsys):
+    path, _ = one_output_model
+    code, _, err = _run(capsys, "solve", path, "--box", "0,1", "--quiet")
+    assert code == 0 and err == ""
+
+
+def test_cli_l1_ball_and_file_inputs(one_output_model, tmp_path, capsys):
+    path, _ = one_output_model
+    np.save(tmp_path / "x.npy", np.array([0.1, -0.2]))
+    (tmp_path / "b.json").write_text(json.dumps({"lower": [-1, 0], "upper": [0, 2]}))
+    code, out, _ = _run(capsys, "solve", path, "--center", str(tmp_path / "x.npy"), "--radius",
+                        "0.5", "--ball", "l1", "--json")
+    assert code == 0 and json.loads(out)["status"] == "optimal"
+    code, out, _ = _run(capsys, "solve", path, "--box", str(tmp_path / "b.json"), "--json")
+    witness = json.loads(out)["witness"]
+    assert -1 <= witness[0] <= 0 and 0 <= witness[1] <= 2
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--box", "1,0"], "lower < upper"),
+        (["--box", "0,1,2"], "LO,HI"),
+        (["--center", "0.1,0.2", "--radius", "0.1"], "takes 3 inputs"),
+        (["--center", "0.1,0.2,0.3", "--radius", "-0.1"], "positive"),
+        (["--center", "0.1,nan,0.3", "--radius", "0.1"], "NaN"),
+        (["--center", "0.1,0.2,0.3"], "both --center and --radius"),
+        ([], "no domain"),
+        (["--box", "0,1", "--center", "0,0,0", "--radius", "1"], "not both"),
+        (["--box", "0,1", "--c", "1,2,3"], "3 entries"),
+        (["--box", "0,1", "--c", "1,-1", "--solver", "nosuch"], "unknown solver"),
+        (["--box", "0,1", "--c", "1,-1", "--time-limit", "-5"], "positive"),
+        (["--box", "0,1", "--c", "1,-1", "--gap", "2"], "gap"),
+        (["--box", "0,1"], "pass c"),
+    ],
+)
+def test_cli_bad_input_is_one_clear_line(two_output_model, capsys, args, fragment):
+    path, _ = two_output_model
+    code, out, err = _run(capsys, "solve", path, "--quiet", *args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert fragment in lines[0]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [(None, "no such ONNX file"), (b"not an onnx file", "ONNX")],
+)
+def test_cli_bad_model_file(tmp_path, capsys, content, fragment):
+    path = tmp_path / "bad.onnx"
+    if content is not None:
+        path.write_bytes(content)
+    code, _, err = _run(capsys, "solve", str(path), "--box", "0,1", "--quiet")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert fragment in err
+
+
+def test_cli_unknown_option_is_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "x.onnx", "--frobnicate"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--frobnicate" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["solve", "--help"]])
+def test_cli_help_shows_examples(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "lipopt solve" in out and "--box 0,1" in out
+
+
+def test_cli_console_entry_point_runs_without_traceback(tmp_path):
+    """The module runs as a program; a bad input exits 2 with one line on stderr."""
+    net = Network.from_layers([Affine(np.eye(2), np.zeros(2)), ReLU(), Affine(np.ones((1, 2)), [0.0])])
+    path = save_onnx(net, tmp_path / "n.onnx")
+    ok = subprocess.run([sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "-1,1", "--json"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["value"] == pytest.approx(2.0)
+    bad = subprocess.run([sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "1,-1"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1].startswith("lipopt solve: error:")
