@@ -17,11 +17,11 @@ import pyomo.environ as pe
 from numpy.typing import ArrayLike, NDArray
 
 from lipopt.bounds import propagate
-from lipopt.bounds.interval import NetworkBounds, NeuronState
+from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.domain import Domain, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.network import Network
-from lipopt.norms import InputNorm, dual_norm
+from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.solvers import SolveOptions, SolveResult, SolverError, Termination, get
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 
@@ -55,7 +55,8 @@ class LipschitzResult:
         model_stats: ``variables``, ``constraints``, ``binaries``, ``unstable_neurons``.
         timings: seconds spent in ``bounds``, ``build``, ``solve``, ``verify``.
         solver: solver name and version.
-        norm: the input norm α; ``c``: the output weighting.
+        norm: the input norm α; ``c``: the output weighting (None when an output norm is used);
+            ``output_norm``: the output norm β of an (α, β) constant (None for a fixed c).
         nodes: branch-and-bound nodes (where reported); ``refinements``: re-solves that excluded
             lower-dimensional activation patterns.
         message: anything the user should know about this answer.
@@ -72,7 +73,8 @@ class LipschitzResult:
     timings: dict[str, float]
     solver: str
     norm: str
-    c: FloatArray
+    c: FloatArray | None
+    output_norm: str | None = None
     nodes: int | None = None
     refinements: int = 0
     message: str = ""
@@ -94,10 +96,26 @@ class LipschitzResult:
         out.pop("model")
         out.update(out.pop("model_stats"))
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
-        out["c"] = [float(v) for v in self.c]
+        out["c"] = None if self.c is None else [float(v) for v in self.c]
         out["gap"] = self.gap
         out["seconds"] = self.seconds
         return out
+
+
+def resolve_seed(
+    network: Network, c: ArrayLike | None, output_norm: OutputNorm | str | None
+) -> FloatArray | OutputNorm:
+    """What the backward pass starts from: a vector c, or an output norm's dual ball."""
+    if output_norm is not None:
+        if c is not None:
+            raise LipschitzError("give either c or an output norm, not both")
+        try:
+            norm = OutputNorm.parse(output_norm)
+            norm.check_outputs(network.output_dim)
+        except ValueError as exc:
+            raise LipschitzError(str(exc)) from None
+        return norm
+    return resolve_c(network, c)
 
 
 def resolve_c(network: Network, c: ArrayLike | None) -> FloatArray:
@@ -107,7 +125,7 @@ def resolve_c(network: Network, c: ArrayLike | None) -> FloatArray:
         if m != 1:
             raise LipschitzError(
                 f"the network has {m} outputs; pass c (a vector of {m} numbers, e.g. --c 1,-1) "
-                "to take the constant of c^T f"
+                "to take the constant of c^T f, or an output norm (--output-norm l1|linf|cross)"
             )
         return np.ones(1)
     try:
@@ -127,14 +145,15 @@ def build_model(
     norm: InputNorm | str = InputNorm.LINF,
     c: ArrayLike | None = None,
     *,
+    output_norm: OutputNorm | str | None = None,
     relax: bool = False,
     bounds: str = "interval",
 ) -> LipschitzModel:
     """Build (without solving) the Pyomo model that :func:`lipschitz` would solve."""
     check_dimension(domain, network.input_dim)
-    cvec = resolve_c(network, c)
-    net_bounds = propagate(network, domain, cvec, method=bounds)
-    return build(network, domain, cvec, InputNorm.parse(norm), net_bounds, relax=relax)
+    seed = resolve_seed(network, c, output_norm)
+    net_bounds = propagate(network, domain, seed, method=bounds)
+    return build(network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax)
 
 
 def _pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
@@ -162,6 +181,16 @@ def _exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
     return True
 
 
+def value_at(
+    network: Network, point: FloatArray, seed: Seed, norm: InputNorm, hint: FloatArray | None = None
+) -> float:
+    """The objective attained at a differentiable point: ``||∇(c^T f)||_{α*}`` for a vector c,
+    ``max_{w ∈ B_β*} ||J^T w||_{α*}`` for an output norm β (``hint``: the solver's w)."""
+    if isinstance(seed, OutputNorm):
+        return operator_value(network.jacobian_at(point), norm, seed, hint)
+    return float(dual_norm(network.gradients(point, seed), norm))
+
+
 @dataclass
 class _Witness:
     point: FloatArray
@@ -172,7 +201,7 @@ class _Witness:
 def _best_witness(
     network: Network,
     domain: Domain,
-    cvec: FloatArray,
+    seed: Seed,
     norm: InputNorm,
     candidates: list[FloatArray],
     rng: np.random.Generator,
@@ -189,15 +218,15 @@ def _best_witness(
             point = x
         else:
             continue
-        value = float(dual_norm(network.gradients(point, cvec), norm))
+        value = value_at(network, point, seed, norm)
         if best is None or value > best.norm_value:
             best = _Witness(point, value, False)
     if best is None:  # random points are differentiable with probability one
-        samples = domain.sample(64, rng)
-        norms = dual_norm(network.gradients(samples, cvec), norm)
-        j = int(np.argmax(norms))
-        if is_differentiable_at(network, samples[j]):
-            best = _Witness(samples[j], float(norms[j]), False)
+        for point in domain.sample(64, rng):
+            if is_differentiable_at(network, point):
+                value = value_at(network, point, seed, norm)
+                if best is None or value > best.norm_value:
+                    best = _Witness(point, value, False)
     return best
 
 
@@ -207,6 +236,7 @@ def lipschitz(
     norm: InputNorm | str = InputNorm.LINF,
     c: ArrayLike | None = None,
     *,
+    output_norm: OutputNorm | str | None = None,
     solver: str = "highs",
     mode: Mode | str = Mode.EXACT,
     time_limit: float | None = None,
@@ -215,7 +245,7 @@ def lipschitz(
     verbose: bool = False,
     bounds: str = "interval",
     max_refinements: int = 10,
-    seed: int = 0,
+    random_seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` over ``domain`` w.r.t. the input norm.
@@ -225,6 +255,8 @@ def lipschitz(
         domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall` or :class:`~lipopt.L1Ball`.
         norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``) or ``"l1"`` (``max ||∇||_∞``).
         c: output weighting; optional for one-output networks.
+        output_norm: instead of c, the output norm β of the (α, β) constant: ``"abs"``,
+            ``"l1"``, ``"linf"`` or ``"cross"`` (paper appendix E).
         solver: solver adapter name (``"highs"``).
         mode: ``"exact"`` (the MIP) or ``"lp"`` (its LP relaxation: an upper bound only).
         time_limit: seconds; on expiry the best proven bound and incumbent are returned.
@@ -233,7 +265,7 @@ def lipschitz(
         verbose: show the solver's log.
         bounds: bound propagation method (``"interval"``).
         max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
-        seed: for the random fallback witness search.
+        random_seed: for the random fallback witness search.
         progress: called with a short message at each stage (the CLI prints them).
     """
     say = progress or (lambda _message: None)
@@ -244,18 +276,18 @@ def lipschitz(
     if time_limit is not None and not time_limit > 0:
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
     check_dimension(domain, network.input_dim)
-    cvec = resolve_c(network, c)
+    seed = resolve_seed(network, c, output_norm)
     adapter = get(solver)
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
-    net_bounds = propagate(network, domain, cvec, method=bounds)
+    net_bounds = propagate(network, domain, seed, method=bounds)
     timings["bounds"] = time.perf_counter() - start
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons")
 
     start = time.perf_counter()
     relax = solve_mode is Mode.LP
-    lip = build(network, domain, cvec, input_norm, net_bounds, relax=relax)
+    lip = build(network, domain, seed, input_norm, net_bounds, relax=relax)
     timings["build"] = time.perf_counter() - start
     limit = f" (time limit {time_limit:g} s)" if time_limit else ""
     say(
@@ -280,7 +312,7 @@ def lipschitz(
         )
 
     start = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(random_seed)
     upper = float(first.bound)
     result, refinements, nodes = first, 0, first.nodes or 0
     certified_value: float | None = None
@@ -290,7 +322,7 @@ def lipschitz(
         pattern = _pattern(lip, net_bounds, result.values)
         check = check_region(network, pattern, domain)
         if check.dimension is Dimension.FULL and check.point is not None:
-            value = float(dual_norm(network.gradients(check.point, cvec), input_norm))
+            value = value_at(network, check.point, seed, input_norm, _w_values(lip, result.values))
             witness = _Witness(check.point, value, True)
             certified_value = value
             break
@@ -315,7 +347,7 @@ def lipschitz(
         if first.values is not None:
             x0 = np.array([first.values[v] for v in lip.x], dtype=np.float64)
             candidates.append(np.clip(x0, *domain.bounding_box()))
-        witness = _best_witness(network, domain, cvec, input_norm, candidates, rng)
+        witness = _best_witness(network, domain, seed, input_norm, candidates, rng)
     timings["verify"] = time.perf_counter() - start
 
     lower = witness.norm_value if witness is not None else None
@@ -350,12 +382,23 @@ def lipschitz(
         timings=timings,
         solver=first.solver,
         norm=input_norm.value,
-        c=cvec,
+        c=None if isinstance(seed, OutputNorm) else seed,
+        output_norm=seed.value if isinstance(seed, OutputNorm) else None,
         nodes=nodes if nodes else first.nodes,
         refinements=refinements,
         message=message,
         model=lip,
     )
+
+
+def _w_values(lip: LipschitzModel, values: Any) -> FloatArray | None:
+    """The solver's point ``w`` of the dual ball (None for a fixed c)."""
+    model = lip.model
+    if model.component("w") is not None:
+        return np.array([values[v] for v in model.w.values()])
+    if model.component("w_pos") is not None:
+        return np.array([values[p] - values[n] for p, n in zip(model.w_pos.values(), model.w_neg.values())])
+    return None
 
 
 def _raise_on_failure(result: SolveResult) -> None:

@@ -46,3 +46,89 @@ def dual_norm(gradients: ArrayLike, norm: InputNorm | str) -> np.ndarray | float
     g = np.asarray(gradients, dtype=np.float64)
     out = np.linalg.norm(g, ord=order, axis=-1)
     return float(out) if np.ndim(out) == 0 else out
+
+
+class OutputNorm(str, Enum):
+    """The norm β measuring output distances ``||f(x) - f(y)||_β`` (paper appendix E).
+
+    The (α, β) constant is ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}`` with ``B_β*`` the dual
+    ball of β: ``abs`` (one output) and ``l1`` -> ``[-1, 1]^m``; ``linf`` -> the ℓ1 ball;
+    ``cross`` (Definition 22) -> the polytope E = conv({e_i} ∪ {e_i - e_j}) of Proposition 6
+    (|·| in the objective makes E and its symmetric hull give the same value).
+    """
+
+    ABS = "abs"
+    L1 = "l1"
+    LINF = "linf"
+    CROSS = "cross"
+
+    @classmethod
+    def parse(cls, value: str | OutputNorm) -> OutputNorm:
+        if isinstance(value, OutputNorm):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown output norm {value!r}; choose one of: {names}") from None
+
+    def check_outputs(self, m: int) -> None:
+        if self is OutputNorm.ABS and m != 1:
+            raise ValueError(
+                f"output norm 'abs' is for one-output networks; this one has {m} outputs "
+                "(use l1, linf or cross, or give c)"
+            )
+
+    def seed_bounds(self, last_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact range of ``W_L^T w`` over the dual ball (per coordinate)."""
+        w = np.asarray(last_weight, dtype=np.float64)  # (m, n)
+        if self in (OutputNorm.ABS, OutputNorm.L1):  # w in [-1, 1]^m
+            spread = np.abs(w).sum(axis=0)
+            return -spread, spread
+        if self is OutputNorm.LINF:  # w in the l1 ball: vertices ±e_i
+            spread = np.abs(w).max(axis=0)
+            return -spread, spread
+        # cross: vertices e_i and e_i - e_j (i != j), and 0 lies inside
+        top, bottom = w.max(axis=0), w.min(axis=0)
+        if w.shape[0] == 1:
+            return np.minimum(bottom, 0.0), np.maximum(top, 0.0)
+        return np.minimum(bottom, bottom - top), np.maximum(top, top - bottom)
+
+    def vertices(self, m: int, max_count: int = 1 << 16) -> np.ndarray | None:
+        """Vertices of the dual ball (up to sign, which the objective ignores), or None if
+        there are more than ``max_count``."""
+        if self is OutputNorm.ABS:
+            return np.ones((1, 1))
+        if self is OutputNorm.LINF:
+            return np.eye(m)
+        if self is OutputNorm.L1:
+            if 1 << max(m - 1, 0) > max_count:
+                return None
+            signs = ((np.arange(1 << (m - 1))[:, None] >> np.arange(m - 1)) & 1) * -2.0 + 1.0
+            return np.hstack([np.ones((signs.shape[0], 1)), signs])
+        pairs = [np.eye(m)[i] - np.eye(m)[j] for i in range(m) for j in range(m) if i < j]
+        return np.vstack([np.eye(m), *([np.array(pairs)] if pairs else [])])
+
+
+def operator_value(
+    jacobian: np.ndarray,
+    input_norm: InputNorm | str,
+    output_norm: OutputNorm | str,
+    hint: np.ndarray | None = None,
+) -> float:
+    """``max_{w ∈ B_β*} ||J^T w||_{α*}`` for one Jacobian J (m, d), by the dual ball's vertices.
+
+    ℓ1 input with ℓ1 output has the closed form ``max_j ||J[:, j]||_1``; where the vertices are
+    too many, the best of ``hint`` (a point of the dual ball, e.g. the solver's) is a lower bound.
+    """
+    alpha = InputNorm.parse(input_norm)
+    beta = OutputNorm.parse(output_norm)
+    jac = np.asarray(jacobian, dtype=np.float64)
+    if alpha is InputNorm.L1 and beta in (OutputNorm.L1, OutputNorm.ABS):
+        return float(np.abs(jac).sum(axis=0).max())
+    verts = beta.vertices(jac.shape[0])
+    candidates = [] if verts is None else [verts]
+    if hint is not None:
+        candidates.append(np.asarray(hint, dtype=np.float64).reshape(1, -1))
+    values = dual_norm(np.vstack(candidates) @ jac, alpha)
+    return float(np.max(values))

@@ -12,7 +12,7 @@ PUBLIC = {
 
 RESULT_FIELDS = {
     "value", "lower", "upper", "status", "witness", "exact_certified", "model_stats", "timings",
-    "solver", "norm", "c", "nodes", "refinements", "message", "model",
+    "solver", "norm", "c", "output_norm", "nodes", "refinements", "message", "model",
 }
 
 

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lipopt.domain import Domain, L1Ball
 from lipopt.network import Network
+from lipopt.norms import OutputNorm
 
 FloatArray = NDArray[np.float64]
+
+#: what starts the backward pass: a fixed output weighting c, or an output norm's dual ball
+Seed = Union[ArrayLike, OutputNorm]
 
 
 class NeuronState(IntEnum):
@@ -126,19 +131,27 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
     return lowers, uppers
 
 
+def seed_bounds(network: Network, seed: Seed) -> tuple[FloatArray, FloatArray]:
+    """Bounds on ``y_K = W_L^T w``: exact for a fixed ``c``; over the dual ball for a norm."""
+    last = network.affine_layers[-1].weight
+    if isinstance(seed, OutputNorm):
+        return seed.seed_bounds(last)
+    top = last.T @ np.asarray(seed, dtype=np.float64)
+    return top, top.copy()
+
+
 def backward_interval(
     network: Network,
     states: list[NDArray[np.int8]],
-    seed_lower: FloatArray,
-    seed_upper: FloatArray,
+    top_lower: FloatArray,
+    top_upper: FloatArray,
 ) -> tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]:
-    """Interval bounds on the backward pass given bounds on the output seed ``c`` (or ``w``).
+    """Interval bounds on the backward pass given bounds on ``y_K = W_L^T w``.
 
     Returns per-layer bounds on ``y_k`` (first hidden layer first) and bounds on ``∇f``.
     """
     affines = network.affine_layers
-    last = affines[-1]
-    y_lo, y_hi = _affine_interval(last.weight.T, np.zeros(last.in_features), seed_lower, seed_upper)
+    y_lo, y_hi = top_lower, top_upper
     grad_lo: list[FloatArray] = []
     grad_hi: list[FloatArray] = []
     for state, affine in zip(reversed(states), reversed(affines[:-1])):
@@ -151,23 +164,22 @@ def backward_interval(
     return grad_lo, grad_hi, y_lo, y_hi
 
 
-def interval_bounds(network: Network, domain: Domain, c: ArrayLike) -> NetworkBounds:
-    """Forward and backward interval bounds for the scalar objective ``c^T f``."""
-    seed = np.asarray(c, dtype=np.float64)
-    return bounds_from_pre_activations(network, *forward_interval(network, domain), seed, seed)
+def interval_bounds(network: Network, domain: Domain, seed: Seed) -> NetworkBounds:
+    """Forward and backward interval bounds for the objective seeded by ``c`` or a norm."""
+    return bounds_from_pre_activations(network, *forward_interval(network, domain), seed)
 
 
 def bounds_from_pre_activations(
     network: Network,
     pre_lower: list[FloatArray],
     pre_upper: list[FloatArray],
-    seed_lower: FloatArray,
-    seed_upper: FloatArray,
+    seed: Seed,
     method: str = "interval",
 ) -> NetworkBounds:
     """Complete forward bounds with backward interval bounds into a :class:`NetworkBounds`."""
     states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper)]
-    grad_lo, grad_hi, in_lo, in_hi = backward_interval(network, states, seed_lower, seed_upper)
+    top_lo, top_hi = seed_bounds(network, seed)
+    grad_lo, grad_hi, in_lo, in_hi = backward_interval(network, states, top_lo, top_hi)
     return NetworkBounds(
         pre_lower=tuple(pre_lower),
         pre_upper=tuple(pre_upper),

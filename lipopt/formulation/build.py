@@ -7,16 +7,15 @@ from typing import Any
 
 import numpy as np
 import pyomo.environ as pe
-from numpy.typing import ArrayLike
 
-from lipopt.bounds.interval import NetworkBounds
+from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.domain import Domain
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_forward, add_input
-from lipopt.formulation.objective import add_objective
+from lipopt.formulation.objective import add_dual_ball, add_objective
 from lipopt.formulation.terms import Term
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import InputNorm, OutputNorm
 
 
 @dataclass(eq=False)
@@ -30,6 +29,7 @@ class LipschitzModel:
         gradient: the input-gradient entries (numbers or linear expressions).
         norm: the input norm whose dual the objective measures.
         relaxed: whether binaries were relaxed to [0, 1] (the LP relaxation, LipLP).
+        w: the output weighting: numbers (a fixed c) or expressions over the dual ball.
     """
 
     model: pe.ConcreteModel
@@ -38,6 +38,7 @@ class LipschitzModel:
     gradient: list[Term]
     norm: InputNorm
     relaxed: bool
+    w: list[Term] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
 
     def binaries(self) -> list[Any]:
@@ -57,22 +58,29 @@ def _count(model: pe.ConcreteModel, ctype: type) -> int:
 def build(
     network: Network,
     domain: Domain,
-    c: ArrayLike,
+    seed: Seed,
     norm: InputNorm | str,
     bounds: NetworkBounds,
     relax: bool = False,
 ) -> LipschitzModel:
-    """Build ``max_{x ∈ domain} ||∇(c^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation)."""
+    """Build ``max_{x ∈ domain} ||∇(w^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation).
+
+    ``seed`` is a fixed vector ``c`` (then ``w = c``) or an :class:`OutputNorm`, whose dual ball
+    ``w`` ranges over jointly with x (paper appendix E.1).
+    """
     input_norm = InputNorm.parse(norm)
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
     activations = add_forward(model, network, bounds, x, relax)
-    seed = [float(v) for v in np.asarray(c, dtype=np.float64)]
-    gradient = add_backward(model, network, bounds, activations, seed)
+    if isinstance(seed, OutputNorm):
+        w = add_dual_ball(model, seed, network.output_dim)
+    else:
+        w = [float(v) for v in np.asarray(seed, dtype=np.float64)]
+    gradient = add_backward(model, network, bounds, activations, w)
     add_objective(
         model, gradient, bounds.input_grad_lower, bounds.input_grad_upper, input_norm, relax
     )
-    lip = LipschitzModel(model, x, activations, gradient, input_norm, relax)
+    lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
     lip.stats = {
         "variables": _count(model, pe.Var),
         "constraints": _count(model, pe.Constraint),

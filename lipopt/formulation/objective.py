@@ -19,7 +19,7 @@ import numpy as np
 import pyomo.environ as pe
 
 from lipopt.formulation.terms import Term, is_constant
-from lipopt.norms import InputNorm
+from lipopt.norms import InputNorm, OutputNorm
 
 
 def _l1_of_gradient(
@@ -71,6 +71,52 @@ def _linf_of_gradient(
         value = abs(float(g[j])) if is_constant(g[j]) else sign * g[j]
         model.g_max_def.add(model.g_max <= value + (top - lb) * (1 - model.g_pick[n]))
     return model.g_max
+
+
+def _box_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
+    """``w ∈ [-1, 1]^m``: the dual ball of ℓ1 (and of |·| for one output)."""
+    model.w = pe.Var(range(m), bounds=(-1.0, 1.0))
+    return [model.w[o] for o in range(m)]
+
+
+def _split_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
+    """``w = w⁺ - w⁻`` with ``w⁺, w⁻ >= 0``; the caller bounds the sums."""
+    model.w_pos = pe.Var(range(m), bounds=(0.0, 1.0))
+    model.w_neg = pe.Var(range(m), bounds=(0.0, 1.0))
+    return [model.w_pos[o] - model.w_neg[o] for o in range(m)]
+
+
+def _l1_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
+    """The dual ball of ℓ∞: ``Σ (w⁺ + w⁻) <= 1``."""
+    w = _split_ball(model, m)
+    model.w_ball = pe.Constraint(
+        expr=pe.quicksum(model.w_pos[o] + model.w_neg[o] for o in range(m)) <= 1
+    )
+    return w
+
+
+def _cross_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
+    """E of the cross-norm (Proposition 6): ``Σ w⁺ <= 1, Σ w⁻ <= 1, Σ w⁺ >= Σ w⁻``."""
+    w = _split_ball(model, m)
+    pos = pe.quicksum(model.w_pos[o] for o in range(m))
+    neg = pe.quicksum(model.w_neg[o] for o in range(m))
+    model.w_pos_sum = pe.Constraint(expr=pos <= 1)
+    model.w_neg_sum = pe.Constraint(expr=neg <= 1)
+    model.w_balance = pe.Constraint(expr=pos >= neg)
+    return w
+
+
+DUAL_BALLS: dict[OutputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {
+    OutputNorm.ABS: _box_ball,
+    OutputNorm.L1: _box_ball,
+    OutputNorm.LINF: _l1_ball,
+    OutputNorm.CROSS: _cross_ball,
+}
+
+
+def add_dual_ball(model: pe.ConcreteModel, norm: OutputNorm, m: int) -> list[Term]:
+    """Variables ``w`` ranging over the dual ball of the output norm (paper eq. 92)."""
+    return DUAL_BALLS[norm](model, m)
 
 
 OBJECTIVES: dict[InputNorm, Callable[..., Term]] = {
