@@ -1,0 +1,97 @@
+"""The MIP's value equals an independent brute force (region enumeration, tests/oracle.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lipopt import Box, L1Ball, LinfBall, lipschitz
+from tests.helpers import random_network
+from tests.oracle import brute_force_lipschitz, from_lipopt
+
+# (widths, domain, norm): 1 to 4 hidden layers, widths up to 16, 1 to 3 outputs, boxes and balls
+SCALAR_CASES = [
+    ([2, 16, 1], Box([0.0, 0.0], [1.0, 1.0]), "linf"),
+    ([2, 16, 1], Box([0.0, 0.0], [1.0, 1.0]), "l1"),
+    ([2, 8, 8, 2], Box([-1.0, -1.0], [1.0, 1.0]), "linf"),
+    ([2, 8, 8, 2], LinfBall([0.2, -0.3], 0.5), "l1"),
+    ([3, 10, 6, 3], LinfBall([0.5, 0.5, 0.5], 0.4), "linf"),
+    ([3, 10, 6, 3], L1Ball([0.5, 0.5, 0.5], 0.8), "l1"),
+    ([2, 6, 6, 6, 2], Box([0.0, 0.0], [1.0, 1.0]), "l1"),
+    ([2, 6, 6, 6, 2], L1Ball([0.0, 0.0], 1.0), "linf"),
+    ([3, 5, 5, 5, 5, 1], Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), "linf"),
+    ([3, 5, 5, 5, 5, 1], LinfBall([0.1, 0.2, 0.3], 0.5), "l1"),
+    ([2, 12, 12, 3], Box([-2.0, -1.0], [1.0, 2.0]), "linf"),
+    ([2, 12, 12, 3], L1Ball([0.3, 0.3], 1.5), "l1"),
+    ([4, 8, 8, 2], Box([0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]), "linf"),
+    ([1, 16, 16, 1], Box([-3.0], [3.0]), "linf"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
+def test_lipschitz_equals_brute_force_scalar(case):
+    widths, domain, norm = SCALAR_CASES[case]
+    rng = np.random.default_rng(100 + case)
+    net = random_network(rng, widths)
+    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    res = lipschitz(net, domain, norm=norm, c=c)
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.exact_certified
+
+
+VECTOR_CASES = [
+    ([2, 8, 8, 2], Box([0.0, 0.0], [1.0, 1.0])),
+    ([2, 10, 3], LinfBall([0.2, 0.1], 0.6)),
+    ([3, 6, 6, 4], L1Ball([0.5, 0.5, 0.5], 0.8)),
+    ([2, 6, 6, 6, 3], Box([-1.0, -1.0], [1.0, 1.0])),
+]
+
+
+@pytest.mark.parametrize("output_norm", ["l1", "linf", "cross"])
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("case", range(len(VECTOR_CASES)))
+def test_lipschitz_equals_brute_force_output_norms(case, norm, output_norm):
+    widths, domain = VECTOR_CASES[case]
+    net = random_network(np.random.default_rng(200 + case), widths)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), None, norm, output_norm)
+    res = lipschitz(net, domain, norm=norm, output_norm=output_norm)
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.lower <= res.upper * (1 + 1e-9)
+    assert res.exact_certified, res.message
+
+
+@pytest.mark.parametrize("output_norm", ["abs", "l1", "linf", "cross"])
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_output_norms_on_one_output_match_the_scalar_path(norm, output_norm):
+    net = random_network(np.random.default_rng(7), [3, 8, 8, 1])
+    domain = LinfBall([0.2, 0.4, 0.6], 0.5)
+    scalar = lipschitz(net, domain, norm=norm)
+    vector = lipschitz(net, domain, norm=norm, output_norm=output_norm)
+    assert vector.value == pytest.approx(scalar.value, rel=1e-7)
+    assert vector.output_norm == output_norm and vector.c is None
+
+
+def test_cross_norm_dominates_every_pairwise_constant():
+    """Prop. 7 needs L^(α,×) >= max_j L^α(f_ij); check it against the pairwise MIPs."""
+    net = random_network(np.random.default_rng(9), [2, 8, 8, 4])
+    domain = Box([0.0, 0.0], [1.0, 1.0])
+    cross = lipschitz(net, domain, output_norm="cross").value
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                c = np.eye(4)[i] - np.eye(4)[j]
+                assert lipschitz(net, domain, c=c).value <= cross * (1 + 1e-9)
+
+
+def test_abs_output_norm_needs_one_output():
+    from lipopt import LipschitzError
+
+    net = random_network(np.random.default_rng(1), [2, 4, 3])
+    with pytest.raises(LipschitzError, match="one-output"):
+        lipschitz(net, Box([0.0, 0.0], [1.0, 1.0]), output_norm="abs")
+    with pytest.raises(LipschitzError, match="not both"):
+        lipschitz(net, Box([0.0, 0.0], [1.0, 1.0]), c=[1, 0, 0], output_norm="l1")
