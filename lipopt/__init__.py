@@ -6,11 +6,12 @@
 >>> res.value, res.lower, res.status, res.exact_certified                 # doctest: +SKIP
 """
 
+from lipopt.certify import CertifyResult, certify
 from lipopt.domain import Box, DomainError, L1Ball, LinfBall
 from lipopt.io.onnx import OnnxImportError, load_onnx
 from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
 from lipopt.network import Affine, Network, NetworkError, ReLU
-from lipopt.norms import InputNorm
+from lipopt.norms import InputNorm, OutputNorm
 from lipopt.solvers import SolverError
 
 __version__ = "0.1.0"
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Affine",
     "Box",
+    "CertifyResult",
     "DomainError",
     "InputNorm",
     "L1Ball",
@@ -26,10 +28,12 @@ __all__ = [
     "LipschitzResult",
     "Network",
     "NetworkError",
+    "OutputNorm",
     "OnnxImportError",
     "ReLU",
     "SolverError",
     "build_model",
+    "certify",
     "lipschitz",
     "load_onnx",
 ]

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from lipopt.certify import CertifyResult, certify
 from lipopt.domain import Domain, DomainError, load_vector, parse_ball, parse_box
 from lipopt.io.onnx import OnnxImportError, load_onnx
 from lipopt.lipschitz import LipschitzError, LipschitzResult, lipschitz
@@ -27,6 +28,8 @@ examples:
   lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
   lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+  lipopt solve net.onnx --box 0,1 --output-norm linf
+  lipopt certify net.onnx --center x.npy --radius 0.1
 
 Run 'lipopt solve --help' for every option.
 """
@@ -39,6 +42,9 @@ examples:
   lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
   # centre from a file, stop after 60 s with certified bounds
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+  # the whole output vector: l-inf in, l-inf out; or the cross-norm for multi-class robustness
+  lipopt solve net.onnx --box 0,1 --output-norm linf
+  lipopt solve net.onnx --center x.npy --radius 0.1 --output-norm cross
   # an l1 ball, and per-input box bounds from a file
   lipopt solve net.onnx --center x.npy --radius 0.5 --ball l1
   lipopt solve net.onnx --box bounds.json      # {"lower": [...], "upper": [...]}
@@ -49,6 +55,22 @@ domain: give exactly one of --box or --center/--radius. Negative numbers work as
 output: the value is a certified upper bound on the local Lipschitz constant, and the exact
 constant when the status is 'optimal'; 'lower' is attained at the witness input (recomputed
 in numpy). Exit status: 0 answered, 2 bad input or solver failure.
+"""
+
+
+CERTIFY_EPILOG = """\
+examples:
+  # certified l-inf radius around x, one LipMIP with the cross-norm (the default)
+  lipopt certify net.onnx --center x.npy --radius 0.1
+  # one LipMIP per class pair (tighter, slower); or their per-pair maximum
+  lipopt certify net.onnx --center x.npy --radius 0.1 --method pairwise
+  lipopt certify net.onnx --center x.npy --radius 0.1 --method naive
+  # an l1 ball and l1 radius
+  lipopt certify net.onnx --center 0.2,0.7 --radius 0.5 --ball l1 --json
+
+The predicted class of x is argmax f(x) (sign of f for one output). The Lipschitz constants are
+taken over the requested ball, so the radius is certified within it; a radius beyond the ball
+is capped at the ball's radius and reported as such.
 """
 
 
@@ -72,7 +94,10 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     prob.add_argument("--norm", choices=["linf", "l1"], default="linf",
                       help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)")
     prob.add_argument("--c", metavar="C|FILE",
-                      help="output weighting c: the constant of c^T f (needed for >1 output)")
+                      help="output weighting c: the constant of c^T f")
+    prob.add_argument("--output-norm", choices=["abs", "l1", "linf", "cross"],
+                      help="instead of --c: the output norm of the (input, output) constant "
+                      "of the whole output vector; cross is the multi-class robustness norm")
     sol = parser.add_argument_group("solving")
     sol.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
     sol.add_argument("--mode", choices=["exact", "lp"], default="exact",
@@ -108,7 +133,34 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_solve_arguments(solve)
+    cert = sub.add_parser(
+        "certify",
+        help="certified robustness radius around an input",
+        description="Certified radius around x within which the predicted class cannot change "
+        "(paper appendix E.2).",
+        epilog=CERTIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_certify_arguments(cert)
     return parser
+
+
+def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="ONNX file of a feed-forward ReLU classifier")
+    parser.add_argument("--center", required=True, metavar="X|FILE",
+                        help="the input x: comma list or .npy/.json/.txt")
+    parser.add_argument("--radius", required=True, type=float,
+                        help="radius of the ball around x over which constants are taken")
+    parser.add_argument("--ball", choices=["linf", "l1"], default="linf",
+                        help="ball and radius norm (default: linf)")
+    parser.add_argument("--method", choices=["cross", "pairwise", "naive"], default="cross",
+                        help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
+                        "per class pair; naive: the pairs' maximum constant")
+    parser.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="per-constant time limit; bounds stay certified")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
 
 
 def _join_negative_values(argv: Sequence[str]) -> list[str]:
@@ -151,6 +203,10 @@ def _format_vector(vec: np.ndarray | None, limit: int = 6) -> str:
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
     """The short human summary printed without --json."""
     dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
+    target = (
+        f"c = {_format_vector(result.c)}" if result.c is not None
+        else f"output norm {result.output_norm}"
+    )
     verdict = {
         "optimal": "exact" if result.exact_certified else "optimal, not certified attained",
         "relaxation": "LP relaxation: upper bound only",
@@ -162,7 +218,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     t = result.timings
     lines = [
         f"network   {model}  {list(network.widths)}",
-        f"domain    {domain.describe()}    norm {result.norm} ({dual})    c = {_format_vector(result.c)}",
+        f"domain    {domain.describe()}    norm {result.norm} ({dual})    {target}",
         f"value     {result.value:.10g}   [{result.status}: {verdict}]",
         f"lower     {lower}   attained at x = {_format_vector(result.witness)}",
         f"upper     {result.upper:.10g}",
@@ -195,6 +251,7 @@ def run_solve(args: argparse.Namespace) -> int:
         domain,
         norm=args.norm,
         c=c,
+        output_norm=args.output_norm,
         solver=args.solver,
         mode=args.mode,
         time_limit=args.time_limit,
@@ -212,7 +269,45 @@ def run_solve(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"solve": run_solve}
+def format_certificate(result: CertifyResult, model: str) -> str:
+    """The short human summary of a certificate."""
+    constants = ", ".join(f"{k}: {v:.6g}" for k, v in result.lipschitz.items())
+    margins = ", ".join(f"{k}: {v:.6g}" for k, v in result.margins.items())
+    if result.certified_ball:
+        verdict = "the whole ball is certified"
+    else:
+        verdict = f"certified up to {result.radius:.6g} of the ball's {result.ball_radius:g}"
+    lines = [
+        f"network     {model}",
+        f"predicted   class {result.predicted}",
+        f"margins     {margins}",
+        f"lipschitz   {constants}   ({result.norm} input norm, method {result.method})",
+        f"radius      {result.radius:.6g}   [{verdict}]",
+    ]
+    if result.capped:
+        lines.append(
+            f"note        margin/L = {result.uncapped_radius:.6g} exceeds the ball; capped at "
+            f"its radius (constants only hold inside it)"
+        )
+    lines.append(f"time        {result.seconds:.2f} s")
+    return "\n".join(lines)
+
+
+def run_certify(args: argparse.Namespace) -> int:
+    say = _progress(args.quiet)
+    network = load_onnx(args.model)
+    ball = parse_ball(args.center, args.radius, args.ball, network.input_dim)
+    say(f"loaded {args.model}: widths {list(network.widths)}; certifying ({args.method})...")
+    result = certify(network, ball, method=args.method, solver=args.solver,
+                     time_limit=args.time_limit)
+    if args.json:
+        print(json.dumps({**result.to_dict(), "model": args.model}, indent=2))
+    else:
+        print(format_certificate(result, args.model))
+    return 0
+
+
+COMMANDS = {"solve": run_solve, "certify": run_certify}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

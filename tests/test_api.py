@@ -7,7 +7,7 @@ import lipopt
 PUBLIC = {
     "Affine", "Box", "DomainError", "InputNorm", "L1Ball", "LinfBall", "LipschitzError",
     "LipschitzResult", "Network", "NetworkError", "OnnxImportError", "ReLU", "SolverError",
-    "build_model", "lipschitz", "load_onnx",
+    "build_model", "lipschitz", "load_onnx", "certify", "CertifyResult", "OutputNorm",
 }
 
 RESULT_FIELDS = {

@@ -144,3 +144,29 @@ def test_cli_console_entry_point_runs_without_traceback(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1].startswith("lipopt solve: error:")
+
+
+def test_cli_output_norm(two_output_model, capsys):
+    path, _ = two_output_model
+    code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--output-norm", "cross", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["output_norm"] == "cross" and data["c"] is None
+
+
+@pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
+def test_cli_certify(two_output_model, capsys, method):
+    path, net = two_output_model
+    code, out, _ = _run(capsys, "certify", path, "--center", "0.2,-0.4,0.5", "--radius", "0.2",
+                        "--method", method, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["predicted"] == int(np.argmax(net.forward([0.2, -0.4, 0.5])))
+    assert 0 <= data["radius"] <= 0.2 and data["method"] == method
+    code, out, _ = _run(capsys, "certify", path, "--center", "0.2,-0.4,0.5", "--radius", "0.2")
+    assert code == 0 and "radius" in out and "predicted" in out
+
+
+def test_cli_certify_bad_center(two_output_model, capsys):
+    path, _ = two_output_model
+    code, _, err = _run(capsys, "certify", path, "--center", "0.2,0.1", "--radius", "0.2", "--quiet")
+    assert code == 2 and len(err.strip().splitlines()) == 1

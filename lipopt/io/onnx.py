@@ -209,8 +209,8 @@ def _elementwise(
         linear = None
     else:
         linear = _lift(sym, len(shape))
-    result = sym.with_map(linear, offset, sym.batched)
-    return result if result.linear is None else result.reshaped(shape, sym.batched)
+    # no axis grew, so `shape` is sym.shape with unit axes prepended: `linear` already fits
+    return sym.with_map(linear, offset, sym.batched)
 
 
 def _transpose(value: Value) -> Value:
@@ -268,7 +268,11 @@ def _sym_matmul_const(ctx: _NodeContext, x: _Symbolic, weight: FloatArray) -> _S
         tail = weight.shape[1:]
         linear = weight.reshape((weight.shape[0], *lead, *tail))
     else:
-        linear = x.full_linear() @ weight
+        # one matrix product (numpy would loop over the stacked leading axes)
+        full = x.full_linear()
+        linear = (full.reshape(-1, weight.shape[0]) @ weight).reshape(
+            (x.width, *lead, *weight.shape[1:])
+        )
     batched = x.batched and len(x.shape) >= 2
     return x.with_map(linear, offset, batched)
 
@@ -285,7 +289,9 @@ def _const_matmul_sym(ctx: _NodeContext, weight: FloatArray, x: _Symbolic) -> _S
         linear = x.full_linear() @ weight.T
         batched = False
     else:
-        linear = np.matmul(weight, x.full_linear())
+        # contract W's last axis with the second-to-last axis of x in one BLAS call
+        moved = np.tensordot(x.full_linear(), weight, axes=([-2], [-1]))
+        linear = np.moveaxis(moved, -1, -2) if weight.ndim == 2 else moved
         batched = x.batched and len(x.shape) >= 3
     return x.with_map(linear, offset, batched)
 
@@ -339,7 +345,8 @@ def _binary(name: str) -> Handler:
         return [_sym_binary(ctx, name, a, b)]
 
     handler.__name__ = f"_handle_{name.lower()}"
-    handler.__doc__ = f"``C = A {_SYMBOLS[name]} B`` (broadcasting); affine if B or A is constant."
+    symbol = _SYMBOLS[name]
+    handler.__doc__ = f"``C = A {symbol} B`` (broadcasting); affine when one operand is constant."
     return handler
 
 
@@ -410,7 +417,7 @@ def _handle_gemm(ctx: _NodeContext, inputs: list[Value | None]) -> list[Value]:
     if int(ctx.attr("transB", 0)):
         b = _transpose(b)
     product = _scale(_matmul(ctx, a, b), alpha)
-    if c is None or beta == 0.0 and not isinstance(c, _Symbolic):
+    if c is None or (beta == 0.0 and not isinstance(c, _Symbolic)):
         return [product]
     c_scaled = _scale(c, beta)
     if isinstance(product, _Symbolic):
@@ -452,7 +459,7 @@ def _resolve_reshape(
     for i, d in enumerate(int(v) for v in spec):
         if d == 0 and not allowzero:
             if i >= len(shape):
-                raise ctx.error(f"shape {list(spec)} copies dimension {i} of a rank-{len(shape)}")
+                raise ctx.error(f"shape {list(spec)} copies missing dimension {i} of {shape}")
             out.append(shape[i])
         elif d == -1:
             if infer is not None:
@@ -480,13 +487,15 @@ def _handle_reshape(ctx: _NodeContext, inputs: list[Value | None]) -> list[Value
     """``Y = reshape(X, shape)`` (C order); for input-dependent X only a flattening to ``(n,)``
     or ``(1, n)`` (e.g. shape ``(1, -1)``, ``(-1,)``, ``(batch, -1)``) is supported."""
     x = _require(ctx, inputs, 0, "data")
-    spec = _constant(ctx, _require(ctx, inputs, 1, "shape"), "the target shape").reshape(-1)
+    shape_tensor = _constant(ctx, _require(ctx, inputs, 1, "shape"), "the target shape")
+    spec = [int(d) for d in shape_tensor.reshape(-1)]
     if not isinstance(x, _Symbolic):
-        return [np.reshape(x, _resolve_reshape(ctx, np.shape(x), spec, batch_rule=False))]
+        const = np.asarray(x)
+        return [const.reshape(_resolve_reshape(ctx, const.shape, spec, batch_rule=False))]
     target = _resolve_reshape(ctx, x.shape, spec, batch_rule=x.batched)
     if not _is_flat(target):
         raise ctx.error(
-            f"reshaping {x.shape} to {target} (shape {list(spec)}) is not a flattening; only "
+            f"reshaping {x.shape} to {target} (shape {spec}) is not a flattening; only "
             "reshapes to a flat vector (1, n) or (n,) are supported"
         )
     return [x.reshaped(target, batched=x.batched and len(target) >= 2)]
@@ -805,7 +814,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
             node_inputs.append(value)
         outputs = OP_HANDLERS[ctx.node.op_type](ctx, node_inputs)
         produced = list(ctx.node.output)
-        if len([n for n in produced if n]) > len(outputs):
+        if any(produced[len(outputs) :]):
             raise ctx.error(f"only {len(outputs)} output(s) supported, node has {produced}")
         for name, value in zip(produced, outputs, strict=False):
             if name:

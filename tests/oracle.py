@@ -1,0 +1,704 @@
+"""Independent ground truth for local Lipschitz constants of small ReLU networks.
+
+This module is the yardstick the MIP is tested against, so it deliberately shares no code with
+``lipopt``: it takes plain numpy weights and a plain domain description, and has its own forward
+pass, Jacobians, dual norms and LPs (``scipy.optimize.linprog`` with HiGHS). Only
+:func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and domain
+parameters (duck-typed; nothing from lipopt is imported).
+
+The math (Jordan & Dimakis 2020, Thm. 1/2 and App. E). The network is
+
+    z_1 = W_1 x + b_1,  h_i = relu(z_i),  z_{i+1} = W_{i+1} h_i + b_{i+1},  f(x) = z_L.
+
+On every *activation pattern region* (fixed sign of every hidden pre-activation) ``f`` is affine
+with Jacobian ``J = W_L D_{L-1} W_{L-1} ... D_1 W_1``. The local (alpha, beta)-Lipschitz constant
+over the open domain ``X`` (the interior of the box / l1 ball given here) is
+
+    L = max over regions R with R ∩ X full-dimensional of  max_{w in B*_beta} ||J_R^T w||_{alpha*},
+
+where ``B*_beta`` is the dual unit ball of the output norm (or the single vector ``c`` for the
+scalar function ``c^T f``), ``||.||_{alpha*}`` is the dual of the input norm (linf -> l1,
+l1 -> linf, l2 -> l2). A convex function of ``w`` is maximised at a vertex of the polytope
+``B*_beta``, so only its vertices are needed (and only one of ``w, -w``).
+
+Output norms and the vertices of their dual balls (one of each ± pair):
+
+* ``"abs"`` (m == 1): ``w = 1``.
+* ``"l1"``: dual ball = linf unit ball, vertices ``{-1, +1}^m``.
+* ``"linf"``: dual ball = l1 unit ball, vertices ``±e_i``.
+* ``"cross"`` (paper Definition 22, Proposition 6). The paper *defines* the cross-norm through a
+  set, ``||y||_x := sup_{v in E} |v^T y|`` with
+  ``E = conv({e_i} ∪ {e_i - e_j : i != j})``. So ``E`` is **not** the cross-norm's unit ball; it
+  generates the **dual** ball: ``||y||_x`` is the support function of ``E ∪ -E``, hence the dual
+  unit ball is ``conv(E ∪ -E)`` (``E`` itself is not symmetric: it contains ``e_1`` but not
+  ``-e_1``, see the H-description ``P`` of Prop. 6 where ``sum x^+ >= sum x^-``). Its vertices are
+  ``±e_i`` and ``e_i - e_j`` (``i != j``; ``-(e_i - e_j) = e_j - e_i``). Therefore
+  ``||y||_x = max(max_i |y_i|, max_{i,j} (y_i - y_j))`` and the cross-norm Lipschitz constant is
+  the max over regions of
+  ``max(max_i ||J^T e_i||_{alpha*}, max_{i<j} ||J^T (e_i - e_j)||_{alpha*})``.
+  For m == 1 it reduces to ``"abs"``.
+
+Region enumeration is a depth-first search over the hidden neurons, layer by layer. Once all signs
+of layers ``< k`` are fixed, every pre-activation of layer ``k`` is affine in ``x``, ``a^T x + b``
+(rows normalised to ``||a||_2 = 1`` so margins are Euclidean distances). A sign ``s`` of the next
+neuron is kept iff
+
+    max t  s.t.  s_i (a_i^T x + b_i) >= t  (all fixed, non-stable neurons),  x in X shrunk by t
+
+has an optimum ``t > tol`` (``tol = 1e-9``): ``t`` is the radius of the largest Euclidean ball
+inside (region ∩ X) -- the Chebyshev centre LP -- and it is positive iff the open region meets the
+domain's interior, i.e. iff region ∩ X is full-dimensional. (Shrinking the domain by ``t`` as well
+as the brief's "x in domain" gives the same test for a convex full-dimensional domain, and makes the
+returned point strictly interior.) The LP's answer is never trusted alone: the margin is recomputed
+in numpy at the LP's ``x`` and that recomputed value decides, so a kept region always has a
+certificate point. Shortcuts that do not change the result:
+
+* the point certifying the parent region already proves one sign feasible when ``|z| > tol``
+  there, so only the other sign needs an LP;
+* a neuron whose pre-activation has one sign over the whole domain (closed-form interval bound of
+  an affine function over a box / l1 ball) gets one branch and no constraint (it cannot cut the
+  region);
+* a neuron whose pre-activation is constant on the region (``a == 0``, e.g. all its inputs dead)
+  takes the sign of its constant and adds no constraint.
+
+At each leaf the certificate point is pushed through an independent forward pass and must show
+exactly the enumerated pattern (else ``RuntimeError``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.optimize import linprog
+
+Weights = list[tuple[np.ndarray, np.ndarray]]
+DomainSpec = tuple  # ("box", lower, upper) | ("l1", center, radius) | ("linf", center, radius)
+
+INPUT_DUAL = {"linf": 1.0, "l1": np.inf, "l2": 2.0}  # input norm -> order of its dual norm
+OUTPUT_NORMS = ("abs", "l1", "linf", "cross")
+_HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Region:
+    """One full-dimensional activation region met by the domain."""
+
+    pattern: tuple[np.ndarray, ...]  # 0/1 masks per hidden layer
+    point: np.ndarray  # a point strictly inside region ∩ domain
+    margin: float  # Euclidean radius of a ball around `point` inside region ∩ domain
+    value: float  # max_w ||J^T w||_{alpha*} on this region
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """Brute-force answer.
+
+    Attributes:
+        value: the local Lipschitz constant (max over full-dimensional regions).
+        argmax_point: Chebyshev centre of (a region attaining ``value``) ∩ domain.
+        n_regions: number of distinct full-dimensional activation patterns meeting the domain.
+        argmax_pattern: the 0/1 masks of that region.
+        argmax_dual: the dual vector ``w`` (``c`` in the scalar case) attaining ``value``.
+        argmax_margin: Euclidean inradius of that region ∩ domain around ``argmax_point``.
+        n_lps: number of LPs solved.
+        seconds: wall-clock time.
+        regions: every region (only when ``collect_regions=True``).
+    """
+
+    value: float
+    argmax_point: np.ndarray
+    n_regions: int
+    argmax_pattern: tuple[np.ndarray, ...] = ()
+    argmax_dual: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    argmax_margin: float = 0.0
+    n_lps: int = 0
+    seconds: float = 0.0
+    regions: list[Region] | None = None
+
+
+class LipoptArgs(NamedTuple):
+    weights: Weights
+    domain: DomainSpec
+
+
+# --------------------------------------------------------------------------- plain helpers
+
+
+def _as_weights(weights: Sequence[tuple[Any, Any]]) -> Weights:
+    out: Weights = []
+    for w, b in weights:
+        w = np.array(w, dtype=np.float64)
+        b = np.array(b, dtype=np.float64).reshape(-1)
+        if w.ndim != 2 or b.shape != (w.shape[0],):
+            raise ValueError(f"bad layer shapes {w.shape}, {b.shape}")
+        out.append((w, b))
+    for (w1, _), (w2, _) in zip(out, out[1:], strict=False):
+        if w1.shape[0] != w2.shape[1]:
+            raise ValueError(f"shapes do not chain: {w1.shape} then {w2.shape}")
+    return out
+
+
+def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]:
+    kind = domain[0]
+    if kind == "linf":
+        center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,))
+        radius = np.broadcast_to(np.asarray(domain[2], dtype=np.float64), (d,))
+        return "box", center - radius, center + radius
+    if kind == "box":
+        lo = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
+        hi = np.broadcast_to(np.asarray(domain[2], dtype=np.float64), (d,)).copy()
+        if not np.all(hi > lo):
+            raise ValueError("box must be full-dimensional (upper > lower)")
+        return "box", lo, hi
+    if kind == "l1":
+        center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
+        radius = float(domain[2])
+        if not radius > 0:
+            raise ValueError("l1 ball radius must be positive")
+        return "l1", center, radius
+    raise ValueError(f"unknown domain kind {kind!r}")
+
+
+def dual_norm(g: np.ndarray, input_norm: str) -> np.ndarray:
+    """Dual norm of the input norm along the last axis: linf -> l1, l1 -> linf, l2 -> l2."""
+    if input_norm not in INPUT_DUAL:
+        raise ValueError(f"unknown input norm {input_norm!r}")
+    return np.linalg.norm(np.asarray(g, dtype=np.float64), ord=INPUT_DUAL[input_norm], axis=-1)
+
+
+def output_dual_vertices(output_norm: str, m: int) -> np.ndarray:
+    """Vertices (rows, one of each ± pair) of the dual unit ball of the output norm on R^m."""
+    if output_norm == "abs":
+        if m != 1:
+            raise ValueError(f"output norm 'abs' needs a scalar output, got m={m}")
+        return np.ones((1, 1))
+    if output_norm == "l1":
+        signs = [(1.0, *rest) for rest in itertools.product((1.0, -1.0), repeat=m - 1)]
+        return np.array(signs, dtype=np.float64).reshape(-1, m)
+    if output_norm == "linf":
+        return np.eye(m)
+    if output_norm == "cross":
+        rows = [np.eye(m)[i] for i in range(m)]
+        for i, j in itertools.combinations(range(m), 2):
+            v = np.zeros(m)
+            v[i], v[j] = 1.0, -1.0
+            rows.append(v)
+        return np.array(rows)
+    raise ValueError(f"unknown output norm {output_norm!r}")
+
+
+def cross_norm(y: np.ndarray) -> np.ndarray:
+    """``||y||_x = max(max_i |y_i|, max_{i,j} y_i - y_j)`` along the last axis."""
+    y = np.asarray(y, dtype=np.float64)
+    return np.maximum(np.abs(y).max(axis=-1), y.max(axis=-1) - y.min(axis=-1))
+
+
+def _dual_rows(c: Any, output_norm: str, m: int) -> np.ndarray:
+    if c is not None:
+        cvec = np.asarray(c, dtype=np.float64).reshape(-1)
+        if cvec.shape != (m,):
+            raise ValueError(f"c has shape {cvec.shape}, expected ({m},)")
+        return cvec[None, :]
+    return output_dual_vertices(output_norm, m)
+
+
+def forward(weights: Weights, x: np.ndarray) -> np.ndarray:
+    """f at a batch (n, d) -> (n, m) (or one point (d,) -> (m,))."""
+    h = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    for w, b in weights[:-1]:
+        h = np.maximum(h @ w.T + b, 0.0)
+    w, b = weights[-1]
+    y = h @ w.T + b
+    return y[0] if np.ndim(x) == 1 else y
+
+
+def activation_patterns(weights: Weights, x: np.ndarray) -> list[np.ndarray]:
+    """Per hidden layer, the (n, width) boolean pattern ``z > 0`` at a batch of inputs."""
+    h = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    out = []
+    for w, b in weights[:-1]:
+        z = h @ w.T + b
+        out.append(z > 0)
+        h = np.maximum(z, 0.0)
+    return out
+
+
+def jacobians(weights: Weights, x: np.ndarray) -> np.ndarray:
+    """Jacobians (n, m, d) at a batch of inputs, relu'(0) = 0."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    masks = activation_patterns(weights, x)
+    jac = np.broadcast_to(weights[0][0], (x.shape[0], *weights[0][0].shape))
+    for mask, (w, _) in zip(masks, weights[1:], strict=True):
+        jac = np.einsum("ij,njk->nik", w, mask[:, :, None] * jac)
+    return np.array(jac)
+
+
+def jacobian_of_pattern(weights: Weights, pattern: Sequence[np.ndarray]) -> np.ndarray:
+    """``W_L D_{L-1} ... D_1 W_1`` for a 0/1 pattern."""
+    jac = weights[0][0]
+    for mask, (w, _) in zip(pattern, weights[1:], strict=True):
+        jac = w @ (np.asarray(mask, dtype=np.float64)[:, None] * jac)
+    return np.array(jac)
+
+
+def gradient_norms(
+    weights: Weights,
+    x: np.ndarray,
+    c: Any,
+    input_norm: str,
+    output_norm: str = "abs",
+) -> np.ndarray:
+    """``max_w ||J(x)^T w||_{alpha*}`` at each point of a batch (relu'(0) = 0)."""
+    weights = _as_weights(weights)
+    jac = jacobians(weights, x)
+    rows = _dual_rows(c, output_norm, jac.shape[1])
+    grads = np.einsum("km,nmd->nkd", rows, jac)
+    return dual_norm(grads, input_norm).max(axis=1)
+
+
+# --------------------------------------------------------------------------- LP machinery
+
+
+class _MarginLP:
+    """Chebyshev-centre LP of (normalised half-spaces pushed on a stack) ∩ (domain).
+
+    Variables ``[x, t]`` (box) or ``[x, u, t]`` (l1 ball, ``u >= |x - center|``). A pushed
+    half-space ``row x + rhs >= 0`` (``||row||_2 = 1``) enters as ``row x + rhs >= t``; the domain
+    enters shrunk by ``t`` (box: ``lo + t <= x <= hi - t``; l1 ball:
+    ``sum u + sqrt(d) t <= radius``, the l1 ball's facets having Euclidean normals
+    ``(±1, ..., ±1)/sqrt(d)``). So the optimum ``t`` is the radius of the largest Euclidean ball
+    inside (polyhedron ∩ domain).
+
+    Two interchangeable engines, both HiGHS: ``"highspy"`` keeps one model and adds/deletes rows as
+    the search pushes/pops (warm-started, ~15x less overhead per LP); ``"linprog"`` rebuilds the LP
+    for ``scipy.optimize.linprog(method="highs")`` every time.
+    """
+
+    def __init__(self, domain: tuple[str, np.ndarray, Any], d: int, backend: str) -> None:
+        if backend not in ("highspy", "linprog"):
+            raise ValueError(f"unknown LP backend {backend!r}")
+        self.kind, self.p, self.q = domain
+        self.d = d
+        self.backend = backend
+        self.count = 0
+        self.rows: list[np.ndarray] = []
+        self.rhs: list[float] = []
+        eye = np.eye(d)
+        if self.kind == "box":
+            lo, hi = self.p, self.q
+            ones = np.ones((d, 1))
+            self.dom_a = np.vstack([np.hstack([-eye, ones]), np.hstack([eye, ones])])
+            self.dom_b = np.concatenate([-lo, hi])
+            self.col_lo = np.concatenate([lo, [-np.inf]])
+            self.col_hi = np.concatenate([hi, [np.inf]])
+            self.mid, self.half = (lo + hi) / 2, (hi - lo) / 2
+        else:
+            center, radius = self.p, self.q
+            zcol = np.zeros((d, 1))
+            self.dom_a = np.vstack(
+                [
+                    np.hstack([eye, -eye, zcol]),
+                    np.hstack([-eye, -eye, zcol]),
+                    np.concatenate([np.zeros(d), np.ones(d), [np.sqrt(d)]])[None, :],
+                ]
+            )
+            self.dom_b = np.concatenate([center, -center, [radius]])
+            self.col_lo = np.concatenate([center - radius, np.zeros(d), [-np.inf]])
+            self.col_hi = np.concatenate([center + radius, np.full(d, radius), [np.inf]])
+        self.nvar = self.dom_a.shape[1]
+        self.cost = np.zeros(self.nvar)
+        self.cost[-1] = -1.0
+        if backend == "highspy":
+            self._init_highspy()
+
+    # ---- highspy engine
+    def _init_highspy(self) -> None:
+        import highspy
+
+        self._hs = highspy
+        inf = highspy.kHighsInf
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        for j in range(self.nvar):
+            lo = -inf if np.isinf(self.col_lo[j]) else float(self.col_lo[j])
+            hi = inf if np.isinf(self.col_hi[j]) else float(self.col_hi[j])
+            h.addVar(lo, hi)
+        h.changeColCost(self.nvar - 1, -1.0)
+        for row, b in zip(self.dom_a, self.dom_b, strict=True):
+            nz = np.flatnonzero(row).astype(np.int32)
+            h.addRow(-inf, float(b), len(nz), nz, row[nz])
+        self._h = h
+        self._base_rows = self.dom_a.shape[0]
+        self._idx = np.concatenate([np.arange(self.d), [self.nvar - 1]]).astype(np.int32)
+
+    # ---- stack
+    def push(self, row: np.ndarray, rhs: float) -> None:
+        self.rows.append(row)
+        self.rhs.append(rhs)
+        if self.backend == "highspy":
+            # row x + rhs >= t  <=>  -row x + t <= rhs
+            self._h.addRow(-self._hs.kHighsInf, float(rhs), self.d + 1, self._idx,
+                           np.append(-row, 1.0))
+
+    def pop(self) -> None:
+        self.rows.pop()
+        self.rhs.pop()
+        if self.backend == "highspy":
+            last = self._base_rows + len(self.rows)
+            self._h.deleteRows(1, np.array([last], dtype=np.int32))
+
+    def stack(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.rows:
+            return np.zeros((0, self.d)), np.zeros(0)
+        return np.array(self.rows), np.array(self.rhs)
+
+    # ---- geometry
+    def domain_margin(self, x: np.ndarray) -> float:
+        if self.kind == "box":
+            return float(min(np.min(x - self.p), np.min(self.q - x)))
+        return float((self.q - np.abs(x - self.p).sum()) / np.sqrt(self.d))
+
+    def margin(self, x: np.ndarray) -> float:
+        """Recomputed certificate at ``x``: distance to the nearest pushed hyperplane / domain
+        facet, negative if ``x`` violates one."""
+        m = self.domain_margin(x)
+        if self.rows:
+            rows, rhs = self.stack()
+            m = min(m, float(np.min(rows @ x + rhs)))
+        return m
+
+    def interval(
+        self, a: np.ndarray, b: float, box: tuple[np.ndarray, np.ndarray] | None
+    ) -> tuple[float, float]:
+        """Bounds of ``a^T x + b`` over the domain (and over ``box`` if given): exact for each."""
+        if self.kind == "box":
+            mid, rad = float(a @ self.mid) + b, float(np.abs(a) @ self.half)
+        else:
+            mid, rad = float(a @ self.p) + b, float(self.q * np.abs(a).max())
+        lower, upper = mid - rad, mid + rad
+        if box is not None:
+            bmid, bhalf = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
+            mid, rad = float(a @ bmid) + b, float(np.abs(a) @ bhalf)
+            lower, upper = max(lower, mid - rad), min(upper, mid + rad)
+        return lower, upper
+
+    # ---- solves
+    def _run(self, cost: np.ndarray, t_lower: float) -> np.ndarray:
+        self.count += 1
+        if self.backend == "highspy":
+            h = self._h
+            h.changeColsCost(self.nvar, np.arange(self.nvar, dtype=np.int32), cost)
+            h.changeColBounds(self.nvar - 1, t_lower, self._hs.kHighsInf)
+            h.run()
+            if h.getModelStatus() == self._hs.HighsModelStatus.kOptimal:
+                return np.array(h.getSolution().col_value)
+            # a warm start gone wrong: rebuild from scratch once, then fall back to linprog
+            h.clearSolver()
+            h.run()
+            if h.getModelStatus() == self._hs.HighsModelStatus.kOptimal:
+                return np.array(h.getSolution().col_value)
+        rows, rhs = self.stack()
+        neuron_a = np.zeros((len(rows), self.nvar))
+        neuron_a[:, : self.d] = -rows
+        neuron_a[:, -1] = 1.0
+        col_lo = np.concatenate([self.col_lo[:-1], [t_lower]])
+        bounds = [
+            (float(lo) if np.isfinite(lo) else None, float(hi) if np.isfinite(hi) else None)
+            for lo, hi in zip(col_lo, self.col_hi, strict=True)
+        ]
+        res = linprog(
+            cost,
+            A_ub=np.vstack([self.dom_a, neuron_a]),
+            b_ub=np.concatenate([self.dom_b, rhs]),
+            bounds=bounds,
+            method="highs",
+            options=_HIGHS_OPTIONS,
+        )
+        if res.status != 0 or res.x is None:  # pragma: no cover - always feasible & bounded
+            raise RuntimeError(f"margin LP failed: {res.message}")
+        return np.array(res.x)
+
+    def solve(self) -> tuple[float, np.ndarray]:
+        """Chebyshev centre: returns (recomputed margin, x)."""
+        x = self._run(self.cost, -np.inf)[: self.d]
+        return self.margin(x), x
+
+    def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact bounding box of (closed polyhedron ∩ domain), 2d LPs, padded by 1e-9."""
+        lo, hi = np.empty(self.d), np.empty(self.d)
+        for i in range(self.d):
+            for sign, out in ((1.0, lo), (-1.0, hi)):
+                cost = np.zeros(self.nvar)
+                cost[i] = sign
+                out[i] = self._run(cost, 0.0)[i]
+        pad = 1e-9 * (1.0 + np.abs(lo) + np.abs(hi))
+        return lo - pad, hi + pad
+
+
+# --------------------------------------------------------------------------- the oracle
+
+
+def brute_force_lipschitz(
+    weights: Sequence[tuple[np.ndarray, np.ndarray]],
+    domain: DomainSpec,
+    c: np.ndarray | None,
+    input_norm: str,
+    output_norm: str = "abs",
+    *,
+    tol: float = 1e-9,
+    collect_regions: bool = False,
+    lp_backend: str = "highspy",
+    bbox_filter: bool = True,
+) -> OracleResult:
+    """Exact local Lipschitz constant by enumerating the full-dimensional activation regions.
+
+    Args:
+        weights: ``[(W_1, b_1), ..., (W_L, b_L)]``, ``W_i`` of shape (out, in); ReLU between
+            consecutive affine maps, none after the last.
+        domain: ``("box", lower, upper)``, ``("linf", center, radius)`` (the box center±radius)
+            or ``("l1", center, radius)`` (``{x : ||x - center||_1 <= radius}``).
+        c: for the scalar function ``c^T f``; ``None`` for the vector case with ``output_norm``.
+        input_norm: ``"linf"`` (gradient measured in l1), ``"l1"`` (in linf) or ``"l2"``.
+        output_norm: ``"abs"`` (m == 1), ``"l1"``, ``"linf"`` or ``"cross"``; ignored if ``c``
+            is given.
+        tol: a region counts iff (region ∩ domain) contains a Euclidean ball of radius ``> tol``.
+        collect_regions: also return every region in ``result.regions``.
+        lp_backend: ``"highspy"`` (incremental, fast) or ``"linprog"`` (scipy); same answers.
+        bbox_filter: on entering each hidden layer after the first, compute the exact bounding box
+            of the current region (2d LPs) and skip the LP for neurons that cannot cross it.
+            Only a speed-up; the result is the same.
+
+    Returns:
+        OracleResult(value, argmax_point, n_regions, ...).
+    """
+    start = time.perf_counter()
+    weights = _as_weights(weights)
+    d = weights[0][0].shape[1]
+    m = weights[-1][0].shape[0]
+    dual_rows = _dual_rows(c, output_norm, m)
+    if input_norm not in INPUT_DUAL:
+        raise ValueError(f"unknown input norm {input_norm!r}")
+    dom = _canonical_domain(domain, d)
+    lp = _MarginLP(dom, d, lp_backend)
+    hidden = weights[:-1]
+    masks = [np.zeros(w.shape[0]) for w, _ in hidden]
+    scales = [
+        np.array([_row_scale(weights, k, j) for j in range(w.shape[0])])
+        for k, (w, _) in enumerate(hidden)
+    ]
+    best: dict[str, Any] = {"value": -np.inf}
+    regions: list[Region] = []
+    n_regions = 0
+
+    def leaf(h_a: np.ndarray, point: np.ndarray, margin: float) -> None:
+        nonlocal n_regions
+        n_regions += 1
+        values = dual_norm(dual_rows @ (weights[-1][0] @ h_a), input_norm)
+        k = int(np.argmax(values))
+        pattern = tuple(mk.copy() for mk in masks)
+        _verify_leaf(weights, pattern, point)
+        if collect_regions:
+            regions.append(Region(pattern, point.copy(), margin, float(values[k])))
+        if values[k] > best["value"]:
+            best.update(value=float(values[k]), pattern=pattern, point=point.copy(),
+                        margin=margin, dual=dual_rows[k].copy())
+
+    def visit(layer: int, unit: int, z_a: np.ndarray, z_b: np.ndarray, point: np.ndarray,
+              margin: float, box: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Fix neuron ``unit`` of hidden ``layer``, whose pre-activations are ``z_a x + z_b``."""
+        if unit == z_a.shape[0]:  # layer complete: affine form of h, go deeper
+            h_a, h_b = masks[layer][:, None] * z_a, masks[layer] * z_b
+            if layer + 1 == len(hidden):
+                leaf(h_a, point, margin)
+                return
+            w, b = hidden[layer + 1]
+            new_box = lp.bounding_box() if bbox_filter else None
+            visit(layer + 1, 0, w @ h_a, w @ h_b + b, point, margin, new_box)
+            return
+        a, b0 = z_a[unit], float(z_b[unit])
+        norm = float(np.linalg.norm(a))
+        if norm <= 1e-12 * max(1.0, scales[layer][unit]):  # constant on the region
+            masks[layer][unit] = 1.0 if b0 > 0 else 0.0
+            visit(layer, unit + 1, z_a, z_b, point, margin, box)
+            return
+        a_n, b_n = a / norm, b0 / norm
+        lower, upper = lp.interval(a_n, b_n, box)
+        if lower >= 0 or upper <= 0:  # cannot cut the region: one branch, no constraint
+            masks[layer][unit] = 1.0 if lower >= 0 else 0.0
+            visit(layer, unit + 1, z_a, z_b, point, margin, box)
+            return
+        v = float(a_n @ point + b_n)
+        for sign in (1.0, -1.0):
+            lp.push(sign * a_n, sign * b_n)
+            if sign * v > tol:  # the parent's certificate point already lies on this side
+                child_point, child_margin = point, min(margin, sign * v)
+            else:
+                child_margin, child_point = lp.solve()
+            if child_margin > tol:
+                masks[layer][unit] = 1.0 if sign > 0 else 0.0
+                visit(layer, unit + 1, z_a, z_b, child_point, child_margin, box)
+            lp.pop()
+
+    root_margin, root_point = lp.solve()
+    if root_margin <= tol:  # pragma: no cover - a valid domain is full-dimensional
+        raise ValueError("domain has no interior")
+    if hidden:
+        w1, b1 = hidden[0]
+        visit(0, 0, w1.copy(), b1.copy(), root_point, root_margin, None)
+    else:
+        leaf(np.eye(d), root_point, root_margin)
+    if n_regions == 0:  # pragma: no cover - the domain itself is full-dimensional
+        raise RuntimeError("no full-dimensional region found")
+    # recentre the reported point: Chebyshev centre of the whole argmax region ∩ domain
+    centre_lp = _MarginLP(dom, d, lp_backend)
+    for row, rhs in zip(*_pattern_constraints(weights, best["pattern"]), strict=True):
+        centre_lp.push(row, float(rhs))
+    centre_margin, centre = centre_lp.solve()
+    if centre_margin > best["margin"]:
+        best.update(point=centre, margin=centre_margin)
+    _verify_leaf(weights, best["pattern"], best["point"])
+    return OracleResult(
+        value=float(best["value"]),
+        argmax_point=best["point"],
+        n_regions=n_regions,
+        argmax_pattern=best["pattern"],
+        argmax_dual=best["dual"],
+        argmax_margin=float(best["margin"]),
+        n_lps=lp.count + centre_lp.count,
+        seconds=time.perf_counter() - start,
+        regions=regions if collect_regions else None,
+    )
+
+
+def _row_scale(weights: Weights, layer: int, unit: int) -> float:
+    """``||a||`` without cancellation, ``|| |W_k[unit]| |W_{k-1}| ... |W_1| ||``: a neuron whose
+    gradient is below 1e-12 of this is treated as constant on the region."""
+    v = np.abs(weights[layer][0][unit])
+    for w, _ in reversed(weights[:layer]):
+        v = v @ np.abs(w)
+    return float(np.linalg.norm(v))
+
+
+def _pattern_constraints(
+    weights: Weights, pattern: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Signed, normalised half-spaces ``rows x + rhs >= 0`` of every non-constant neuron."""
+    d = weights[0][0].shape[1]
+    h_a, h_b = np.eye(d), np.zeros(d)
+    rows, rhs = [], []
+    for k, (mask, (w, b)) in enumerate(zip(pattern, weights[:-1], strict=True)):
+        z_a, z_b = w @ h_a, w @ h_b + b
+        for unit in range(w.shape[0]):
+            norm = float(np.linalg.norm(z_a[unit]))
+            if norm > 1e-12 * max(1.0, _row_scale(weights, k, unit)):
+                sign = 1.0 if mask[unit] > 0 else -1.0
+                rows.append(sign * z_a[unit] / norm)
+                rhs.append(sign * z_b[unit] / norm)
+        h_a, h_b = mask[:, None] * z_a, mask * z_b
+    if not rows:
+        return np.zeros((0, d)), np.zeros(0)
+    return np.array(rows), np.array(rhs)
+
+
+def _verify_leaf(weights: Weights, pattern: Sequence[np.ndarray], point: np.ndarray) -> None:
+    """The certificate point must show the pattern in an independent forward pass."""
+    h = point
+    for mask, (w, b) in zip(pattern, weights[:-1], strict=True):
+        z = w @ h + b
+        # neurons constant on the region may sit at exactly 0; compare only where |z| is clear
+        clear = np.abs(z) > 1e-12 * (1.0 + np.abs(w) @ np.abs(h) + np.abs(b))
+        if np.any((z > 0)[clear] != (mask[clear] > 0)):
+            raise RuntimeError("oracle certificate point does not show its activation pattern")
+        h = np.maximum(z, 0.0)
+
+
+# --------------------------------------------------------------------------- random nets, sampling
+
+
+def random_network_weights(
+    rng: np.random.Generator,
+    widths: Sequence[int],
+    scale: float = 1.0,
+    bias_std: float = 0.5,
+) -> Weights:
+    """He-normal weights ``N(0, scale^2 * 2 / fan_in)`` and ``N(0, bias_std^2)`` biases.
+
+    ``widths = [d, n_1, ..., n_{L-1}, m]``.
+    """
+    out: Weights = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=False):
+        w = rng.normal(0.0, scale * np.sqrt(2.0 / fan_in), size=(fan_out, fan_in))
+        b = rng.normal(0.0, bias_std, size=fan_out)
+        out.append((w, b))
+    return out
+
+
+def sample_domain(domain: DomainSpec, d: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` points uniform in the domain.
+
+    l1 ball: the first d coordinates of a Dirichlet(1, ..., 1) vector on d + 1 cells (normalised
+    exponentials) are uniform in the simplex ``{y >= 0, sum y <= 1}``; random signs per coordinate
+    make them uniform in the unit l1 ball.
+    """
+    kind, p, q = _canonical_domain(domain, d)
+    if kind == "box":
+        return p + (q - p) * rng.random((n, d))
+    e = rng.exponential(size=(n, d + 1))
+    simplex = e[:, :d] / e.sum(axis=1, keepdims=True)  # uniform in {y >= 0, sum y <= 1}
+    signs = rng.choice((-1.0, 1.0), size=(n, d))
+    return p + q * signs * simplex
+
+
+def sampled_max_gradient_norm(
+    weights: Sequence[tuple[np.ndarray, np.ndarray]],
+    domain: DomainSpec,
+    c: np.ndarray | None,
+    input_norm: str,
+    n: int = 10000,
+    rng: np.random.Generator | None = None,
+    output_norm: str = "abs",
+) -> float:
+    """Largest ``max_w ||J(x)^T w||_{alpha*}`` over ``n`` uniform samples: a LOWER bound."""
+    weights = _as_weights(weights)
+    rng = np.random.default_rng(0) if rng is None else rng
+    x = sample_domain(domain, weights[0][0].shape[1], n, rng)
+    return float(gradient_norms(weights, x, c, input_norm, output_norm).max())
+
+
+# --------------------------------------------------------------------------- lipopt adapter
+
+
+def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
+    """Plain ``(weights, domain)`` from a lipopt ``Network`` and ``Box``/``LinfBall``/``L1Ball``.
+
+    Only reads ``network.affine_layers[i].weight/.bias`` and the domain's ``lower/upper`` or
+    ``center/radius``. Usage: ``brute_force_lipschitz(*from_lipopt(net, dom), c, "linf")``.
+    """
+    layers = network.affine_layers if hasattr(network, "affine_layers") else network
+    weights = [
+        (np.array(layer.weight, dtype=np.float64), np.array(layer.bias, dtype=np.float64))
+        for layer in layers
+    ]
+    name = type(domain).__name__
+    if name == "L1Ball":
+        spec: DomainSpec = ("l1", np.array(domain.center, dtype=np.float64), float(domain.radius))
+    elif name == "LinfBall":
+        center = np.array(domain.center, dtype=np.float64)
+        radius = np.array(domain.radius, dtype=np.float64)
+        spec = ("box", center - radius, center + radius)
+    elif hasattr(domain, "lower") and hasattr(domain, "upper"):
+        spec = ("box", np.array(domain.lower, dtype=np.float64),
+                np.array(domain.upper, dtype=np.float64))
+    else:
+        raise TypeError(f"unsupported domain {name}")
+    return LipoptArgs(weights, spec)
