@@ -79,6 +79,18 @@ class NetworkBounds:
         return _switch(self.states[layer], self.grad_lower[layer], self.grad_upper[layer])
 
 
+#: relative outward rounding of every computed bound (float error is far smaller)
+OUTWARD = 1e-10
+
+
+def widen(lower: FloatArray, upper: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Round bounds outward by ``OUTWARD·(1 + |bound|)``: floating-point sums may land a few
+    ulps inside the true range, which is unsound and trips solvers' presolve; a bound that is
+    a hair loose costs nothing."""
+    scale = OUTWARD * (1.0 + np.maximum(np.abs(lower), np.abs(upper)))
+    return lower - scale, upper + scale
+
+
 def _affine_interval(
     weight: FloatArray, bias: FloatArray, lower: FloatArray, upper: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -86,7 +98,7 @@ def _affine_interval(
     radius = (upper - lower) / 2.0
     mid = weight @ centre + bias
     spread = np.abs(weight) @ radius
-    return mid - spread, mid + spread
+    return widen(mid - spread, mid + spread)
 
 
 def first_layer_bounds(
@@ -96,7 +108,7 @@ def first_layer_bounds(
     if isinstance(domain, L1Ball):
         mid = weight @ domain.center + bias
         spread = domain.radius * np.max(np.abs(weight), axis=1)
-        return mid - spread, mid + spread
+        return widen(mid - spread, mid + spread)
     lower, upper = domain.bounding_box()
     return _affine_interval(weight, bias, lower, upper)
 

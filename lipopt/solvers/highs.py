@@ -9,8 +9,8 @@ import pyomo.environ as pe
 
 from lipopt.solvers.base import (
     SolveOptions,
-    SolveResult,
     SolverError,
+    SolveResult,
     Termination,
     constant_objective_result,
 )
@@ -57,7 +57,10 @@ class HighsSolver:
         if trivial is not None:
             return trivial
         solver = self._factory()
-        solver_options = {"mip_feasibility_tolerance": 1e-9, **options.options}
+        # HiGHS's own feasibility tolerances: tightening mip_feasibility_tolerance to 1e-9 made
+        # it declare small, feasible Lipschitz models infeasible. Exactness does not rest on it:
+        # the witness is re-verified in numpy and the bound is HiGHS's proven dual bound.
+        solver_options = dict(options.options)
         kwargs: dict[str, Any] = {
             "tee": options.verbose,
             "load_solutions": False,
@@ -71,12 +74,19 @@ class HighsSolver:
         if options.threads is not None:
             kwargs["threads"] = int(options.threads)
         start = time.perf_counter()
-        try:
-            results = solver.solve(model, **kwargs)
-        except Exception as exc:  # the solver's own failure, reported as ours
-            raise SolverError(f"HiGHS failed: {exc}") from exc
-        seconds = time.perf_counter() - start
+        results = self._run(solver, model, kwargs)
         termination = _status_map().get(results.termination_condition, Termination.ERROR)
+        retried = False
+        if termination is Termination.INFEASIBLE and solver_options.get("presolve") != "off":
+            # HiGHS's MIP presolve has declared numerically delicate Lipschitz models
+            # infeasible although a point satisfies every row to 1e-9; without presolve the
+            # same model solves. Lipschitz models are never infeasible, so retry once.
+            solver = self._factory()
+            kwargs["solver_options"] = {**solver_options, "presolve": "off"}
+            results = self._run(solver, model, kwargs)
+            termination = _status_map().get(results.termination_condition, Termination.ERROR)
+            retried = True
+        seconds = time.perf_counter() - start
         values = None
         if results.incumbent_objective is not None:
             values = results.solution_loader.get_vars()
@@ -85,6 +95,7 @@ class HighsSolver:
         if highs_model is not None:
             try:
                 nodes = int(highs_model.getInfo().mip_node_count)
+                nodes = nodes if nodes >= 0 else None  # -1: an LP, no branch and bound
             except Exception:  # noqa: BLE001 - node count is informative only
                 nodes = None
         bound = results.objective_bound
@@ -98,5 +109,14 @@ class HighsSolver:
             seconds=seconds,
             nodes=nodes,
             solver=f"highs {self.version()}",
+            log=("[retried with presolve off after an infeasible verdict]\n" if retried else "")
+            + (results.solver_log or ""),
         )
+
+    @staticmethod
+    def _run(solver: Any, model: pe.ConcreteModel, kwargs: dict[str, Any]) -> Any:
+        try:
+            return solver.solve(model, **kwargs)
+        except Exception as exc:  # the solver's own failure, reported as ours
+            raise SolverError(f"HiGHS failed: {exc}") from exc
 

@@ -50,8 +50,8 @@ def test_first_layer_bounds_are_exact_on_l1_ball():
     w, b = net.affine_layers[0].weight, net.affine_layers[0].bias
     vertices = np.concatenate([ball.center + 0.5 * np.eye(4), ball.center - 0.5 * np.eye(4)])
     z = vertices @ w.T + b
-    np.testing.assert_allclose(bounds.pre_lower[0], z.min(axis=0))
-    np.testing.assert_allclose(bounds.pre_upper[0], z.max(axis=0))
+    np.testing.assert_allclose(bounds.pre_lower[0], z.min(axis=0), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(bounds.pre_upper[0], z.max(axis=0), rtol=0, atol=1e-9)
 
 
 def test_interval_states_classify_stable_neurons():
@@ -62,3 +62,12 @@ def test_interval_states_classify_stable_neurons():
     bounds = interval_bounds(net, Box([0.0, 0.0], [1.0, 1.0]), [1.0])
     assert list(bounds.states[0]) == [NeuronState.ACTIVE, NeuronState.INACTIVE, NeuronState.UNSTABLE]
     assert bounds.unstable_count == 1
+
+
+def test_interval_bounds_are_rounded_outward():
+    """A bound computed exactly equal to the true extreme is widened, never tightened."""
+    from lipopt.bounds.interval import widen
+
+    lo, hi = widen(np.array([-1.0, 0.0, 2.0]), np.array([1.0, 0.0, 3.0]))
+    assert np.all(lo < [-1.0, 0.0, 2.0]) and np.all(hi > [1.0, 0.0, 3.0])
+    assert np.all(hi - lo < [2.0 + 1e-8, 1e-8, 1.0 + 1e-8])
