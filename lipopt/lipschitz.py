@@ -18,10 +18,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
-from lipopt.domain import Domain, check_dimension
+from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.solvers import SolveOptions, SolveResult, SolverError, Termination, get
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 
@@ -247,6 +248,7 @@ def lipschitz(
     max_refinements: int = 10,
     random_seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    split: bool | SplitOptions = False,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` over ``domain`` w.r.t. the input norm.
 
@@ -267,6 +269,8 @@ def lipschitz(
         max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
         random_seed: for the random fallback witness search.
         progress: called with a short message at each stage (the CLI prints them).
+        split: branch and bound on the input domain (boxes and ℓ∞ balls, exact mode): True
+            or :class:`~lipopt.split.SplitOptions`; each part is solved by the MIP.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -279,6 +283,20 @@ def lipschitz(
     seed = resolve_seed(network, c, output_norm)
     adapter = get(solver)
     timings: dict[str, float] = {}
+    if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
+        return _split_lipschitz(
+            network,
+            domain if isinstance(domain, Box) else domain.as_box(),
+            seed,
+            input_norm,
+            SplitOptions() if split is True else split,
+            dict(solver=solver, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
+                 max_refinements=max_refinements),
+            time_limit,
+            bounds,
+            say,
+            random_seed,
+        )
 
     start = time.perf_counter()
     net_bounds = propagate(network, domain, seed, method=bounds)
@@ -388,6 +406,66 @@ def lipschitz(
         refinements=refinements,
         message=message,
         model=lip,
+    )
+
+
+def _split_lipschitz(
+    network: Network,
+    box: Box,
+    seed: Seed,
+    norm: InputNorm,
+    options: SplitOptions,
+    solve_options: dict[str, Any],
+    time_limit: float | None,
+    bounds: str,
+    say: Callable[[str], None],
+    random_seed: int,
+) -> LipschitzResult:
+    """:func:`lipschitz` by branch and bound on the domain (:mod:`lipopt.split`)."""
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
+    outcome = branch_and_bound(
+        network, box, seed, norm, solve_options, options, bounds, deadline, say,
+        np.random.default_rng(random_seed),
+    )
+    total = time.perf_counter() - start
+    solved = outcome.solved
+    timings = {
+        key: sum(r.timings.get(key, 0.0) for r in solved) for key in ("bounds", "build", "solve", "verify")
+    }
+    timings["bounds"] += outcome.bound_seconds
+    timings["split"] = max(total - sum(timings.values()), 0.0)
+    stats = {
+        key: sum(r.model_stats.get(key, 0) for r in solved)
+        for key in ("variables", "constraints", "binaries", "unstable_neurons")
+    }
+    stats.update(parts=outcome.parts_made, parts_solved=len(solved), parts_pruned=outcome.parts_pruned)
+    best = outcome.best
+    exact = bool(
+        outcome.complete
+        and best is not None
+        and best.exact_certified
+        and abs(best.lower - outcome.upper) <= 1e-6 * max(1.0, abs(outcome.upper))
+    )
+    status = ("gap_limit" if solve_options.get("gap") else "optimal") if outcome.complete else "time_limit"
+    return LipschitzResult(
+        value=outcome.upper,
+        lower=outcome.lower,
+        upper=outcome.upper,
+        status=status,
+        witness=outcome.witness,
+        exact_certified=exact,
+        model_stats=stats,
+        timings=timings,
+        solver=solved[0].solver if solved else "none (bounds sufficed)",
+        norm=norm.value,
+        c=None if isinstance(seed, OutputNorm) else np.asarray(seed),
+        output_norm=seed.value if isinstance(seed, OutputNorm) else None,
+        nodes=sum(r.nodes or 0 for r in solved),
+        refinements=sum(r.refinements for r in solved),
+        message=f"domain split into {outcome.parts_made} parts: {len(solved)} solved by MIP, "
+        f"{outcome.parts_pruned} pruned by bounds",
+        model=None,
     )
 
 

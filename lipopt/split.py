@@ -1,0 +1,232 @@
+"""Branch and bound on the input domain (paper Theorem 1: L(X) = max_p L(X_p) for X = ∪ X_p).
+
+Each part of a box gets cheap certified bounds: an upper bound ``UB_p`` (the dual norm of the
+interval box around the gradient, i.e. FastLip, from the part's own — tighter — bounds) and a
+lower bound ``LB_p`` (gradient norms at a few sampled points, each attained). Parts are taken
+best-``UB`` first: a part whose ``UB_p`` is at most the best attained value found anywhere can
+hold no larger gradient and is discarded; a part with few unstable neurons is solved exactly
+by the MIP; any other part is bisected. When the best remaining ``UB`` falls to the best
+exact value, that value is the constant over the whole domain.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds import NetworkBounds, Seed, propagate
+from lipopt.domain import Box
+from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm, dual_norm
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """Knobs of the domain branch and bound.
+
+    Attributes:
+        leaf_unstable: a part with at most this many unstable neurons is solved by the MIP.
+        max_depth: a part this many bisections deep is solved by the MIP whatever its size.
+        max_parts: stop splitting (solve what is left) after this many parts were made.
+        samples: points sampled per part for its attained lower bound.
+        workers: processes solving MIPs in parallel (1: in this process).
+        rel_tol: parts whose upper bound is within this factor of the best value are pruned.
+    """
+
+    leaf_unstable: int = 14
+    max_depth: int = 24
+    max_parts: int = 4096
+    samples: int = 32
+    workers: int = 1
+    rel_tol: float = 1e-9
+
+
+@dataclass(order=True)
+class _Part:
+    priority: float
+    order: int
+    box: Box = field(compare=False)
+    depth: int = field(compare=False)
+    upper: float = field(compare=False)
+    unstable: int = field(compare=False)
+
+
+@dataclass
+class SplitOutcome:
+    """What the branch and bound proved.
+
+    Attributes:
+        upper: certified: every part is covered by a solved MIP's bound, by a pruning bound
+            (at most ``lower``) or, when stopped early, by its own upper bound.
+        lower: the best value attained (at ``witness``).
+        witness: where ``lower`` is attained.
+        best: the solved part's :class:`LipschitzResult` whose lower bound is largest (if any).
+        solved: every solved part's result; ``parts_made``, ``parts_pruned``: counts.
+        complete: every part was pruned or solved to optimality.
+    """
+
+    upper: float
+    lower: float
+    witness: FloatArray
+    best: Any
+    solved: list[Any]
+    parts_made: int
+    parts_pruned: int
+    complete: bool
+    bound_seconds: float
+
+
+def gradient_box_norm(bounds: NetworkBounds, norm: InputNorm) -> float:
+    """FastLip: the largest dual norm of any vector in the gradient's interval box."""
+    magnitude = np.maximum(np.abs(bounds.input_grad_lower), np.abs(bounds.input_grad_upper))
+    return float(dual_norm(magnitude, norm))
+
+
+def split_box(box: Box, network: Network) -> tuple[Box, Box]:
+    """Bisect along the input whose range moves the first layer most: argmax_j w_j (u_j - l_j),
+    with ``w_j = Σ_i |W1_ij|``."""
+    weight = np.abs(network.affine_layers[0].weight).sum(axis=0)
+    j = int(np.argmax(weight * (box.upper - box.lower)))
+    mid = 0.5 * (box.lower[j] + box.upper[j])
+    left_upper = box.upper.copy()
+    left_upper[j] = mid
+    right_lower = box.lower.copy()
+    right_lower[j] = mid
+    return Box(box.lower, left_upper), Box(right_lower, box.upper)
+
+
+def _sampled_best(
+    network: Network, box: Box, seed: Seed, norm: InputNorm, n: int, rng: np.random.Generator
+) -> tuple[float, FloatArray]:
+    """The best attained value among ``n`` uniform points of the part, and the point."""
+    from lipopt.lipschitz import value_at
+
+    points = box.sample(n, rng)
+    if isinstance(seed, OutputNorm):
+        values = np.array([value_at(network, p, seed, norm) for p in points])
+    else:
+        values = np.asarray(dual_norm(network.gradients(points, seed), norm))
+    j = int(np.argmax(values))
+    return float(values[j]), points[j]
+
+
+def _solve_part(args: tuple[Network, Box, Any, str, dict[str, Any]]) -> Any:
+    """One exact solve (a top-level function so that worker processes can run it)."""
+    from dataclasses import replace
+
+    from lipopt.lipschitz import lipschitz
+
+    network, box, seed, norm, options = args
+    kwargs = {"output_norm": seed} if isinstance(seed, OutputNorm) else {"c": seed}
+    result = lipschitz(network, box, norm, split=False, **kwargs, **options)
+    return replace(result, model=None)  # the Pyomo model is not needed after solving
+
+
+def branch_and_bound(
+    network: Network,
+    box: Box,
+    seed: Seed,
+    norm: InputNorm,
+    solve_options: dict[str, Any],
+    options: SplitOptions = SplitOptions(),
+    bounds_method: str = "interval",
+    deadline: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    rng: np.random.Generator | None = None,
+) -> SplitOutcome:
+    """Maximise the objective over ``box`` by splitting it (see the module docstring)."""
+    say = progress or (lambda _m: None)
+    rng = rng or np.random.default_rng(0)
+    counter = itertools.count()
+    bound_seconds = 0.0
+    best_lower, best_point = -np.inf, box.lower
+
+    def make_part(part: Box, depth: int) -> _Part:
+        nonlocal bound_seconds, best_lower, best_point
+        start = time.perf_counter()
+        bounds = propagate(network, part, seed, method=bounds_method)
+        upper = gradient_box_norm(bounds, norm)
+        lower, point = _sampled_best(network, part, seed, norm, options.samples, rng)
+        bound_seconds += time.perf_counter() - start
+        if lower > best_lower:
+            best_lower, best_point = lower, point
+        return _Part(-upper, next(counter), part, depth, upper, bounds.unstable_count)
+
+    heap: list[_Part] = [make_part(box, 0)]
+    parts_made, pruned = 1, 0
+    solved: list[Any] = []
+    executor: Executor | None = (
+        ProcessPoolExecutor(max_workers=options.workers) if options.workers > 1 else None
+    )
+
+    def prunable(part: _Part) -> bool:
+        return part.upper <= best_lower * (1 + options.rel_tol)
+
+    try:
+        while heap and (deadline is None or time.perf_counter() < deadline):
+            batch: list[_Part] = []
+            while heap and len(batch) < options.workers:
+                part = heapq.heappop(heap)
+                if prunable(part):  # the heap is ordered by upper bound: all the rest too
+                    pruned += 1 + len(heap)
+                    heap.clear()
+                elif (
+                    part.unstable <= options.leaf_unstable
+                    or part.depth >= options.max_depth
+                    or parts_made >= options.max_parts
+                ):
+                    batch.append(part)
+                else:
+                    for child in split_box(part.box, network):
+                        heapq.heappush(heap, make_part(child, part.depth + 1))
+                        parts_made += 1
+            batch = [p for p in batch if not prunable(p)]
+            if not batch:
+                continue
+            remaining = None if deadline is None else max(deadline - time.perf_counter(), 1.0)
+            tasks = [
+                (network, p.box, seed, norm.value, {**solve_options, "time_limit": remaining})
+                for p in batch
+            ]
+            if executor is not None:
+                results = list(executor.map(_solve_part, tasks))
+            else:
+                results = [_solve_part(t) for t in tasks]
+            for res in results:
+                solved.append(res)
+                if res.lower is not None and res.lower > best_lower:
+                    best_lower, best_point = res.lower, res.witness
+            say(
+                f"split: {parts_made} parts, {len(solved)} solved, {pruned} pruned, "
+                f"best {best_lower:.6g}, open bound "
+                f"{max([p.upper for p in heap], default=best_lower):.6g}"
+            )
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    unsolved = [p.upper for p in heap if not prunable(p)]
+    solved_upper = [r.upper for r in solved]
+    upper = max([best_lower, *solved_upper, *unsolved])
+    complete = not unsolved and all(r.status == "optimal" for r in solved)
+    best = max(solved, key=lambda r: r.lower if r.lower is not None else -np.inf, default=None)
+    return SplitOutcome(
+        upper=float(upper),
+        lower=float(best_lower),
+        witness=np.asarray(best_point, dtype=np.float64),
+        best=best,
+        solved=solved,
+        parts_made=parts_made,
+        parts_pruned=pruned,
+        complete=complete,
+        bound_seconds=bound_seconds,
+    )
