@@ -2,9 +2,13 @@
 
 This module is the yardstick the MIP is tested against, so it deliberately shares no code with
 ``lipopt``: it takes plain numpy weights and a plain domain description, and has its own forward
-pass, Jacobians, dual norms and LPs (``scipy.optimize.linprog`` with HiGHS). Only
-:func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and domain
-parameters (duck-typed; nothing from lipopt is imported).
+pass, Jacobians, dual norms and LPs (HiGHS, through ``highspy`` or ``scipy.optimize.linprog``).
+Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and
+domain parameters (duck-typed; nothing from lipopt is imported).
+
+Entry points: :func:`brute_force_lipschitz` (the exact constant), :func:`from_lipopt`,
+:func:`random_network_weights`, :func:`sampled_max_gradient_norm` (a lower bound),
+:func:`sample_domain`, :func:`gradient_norms`, :func:`output_dual_vertices`, :func:`cross_norm`.
 
 The math (Jordan & Dimakis 2020, Thm. 1/2 and App. E). The network is
 
@@ -47,17 +51,18 @@ neuron is kept iff
 
 has an optimum ``t > tol`` (``tol = 1e-9``): ``t`` is the radius of the largest Euclidean ball
 inside (region ∩ X) -- the Chebyshev centre LP -- and it is positive iff the open region meets the
-domain's interior, i.e. iff region ∩ X is full-dimensional. (Shrinking the domain by ``t`` as well
-as the brief's "x in domain" gives the same test for a convex full-dimensional domain, and makes the
-returned point strictly interior.) The LP's answer is never trusted alone: the margin is recomputed
-in numpy at the LP's ``x`` and that recomputed value decides, so a kept region always has a
-certificate point. Shortcuts that do not change the result:
+domain's interior, i.e. iff region ∩ X is full-dimensional. (Requiring ``x`` in the domain shrunk
+by ``t``, rather than merely in the domain, gives the same yes/no answer for a convex
+full-dimensional domain and makes the returned point strictly interior.) The LP's answer is never
+trusted alone: the margin is recomputed in numpy at the LP's ``x`` and that recomputed value
+decides, so every kept region has a certificate point. Shortcuts that do not change the result:
 
 * the point certifying the parent region already proves one sign feasible when ``|z| > tol``
   there, so only the other sign needs an LP;
-* a neuron whose pre-activation has one sign over the whole domain (closed-form interval bound of
-  an affine function over a box / l1 ball) gets one branch and no constraint (it cannot cut the
-  region);
+* a neuron whose pre-activation has one sign over a box containing the current region gets one
+  branch and no constraint (its hyperplane cannot cut the region). The box is the domain's,
+  tightened by interval bound propagation after every branch and, where it pays, replaced by the
+  exact bounding box (2d LPs) on entering a layer;
 * a neuron whose pre-activation is constant on the region (``a == 0``, e.g. all its inputs dead)
   takes the sign of its constant and adds no constraint.
 
@@ -124,6 +129,17 @@ class OracleResult:
     regions: list[Region] | None = None
 
 
+class _LayerForms(NamedTuple):
+    """Pre-activations of one hidden layer on the current region: ``z_a x + z_b``, the same rows
+    normalised (``a_n x + b_n``, ``||a_n||_2 = 1``) and which rows are constant (``a == 0``)."""
+
+    z_a: np.ndarray
+    z_b: np.ndarray
+    a_n: np.ndarray
+    b_n: np.ndarray
+    const: np.ndarray
+
+
 class LipoptArgs(NamedTuple):
     weights: Weights
     domain: DomainSpec
@@ -151,7 +167,7 @@ def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]
     if kind == "linf":
         center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,))
         radius = np.broadcast_to(np.asarray(domain[2], dtype=np.float64), (d,))
-        return "box", center - radius, center + radius
+        return _canonical_domain(("box", center - radius, center + radius), d)
     if kind == "box":
         lo = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
         hi = np.broadcast_to(np.asarray(domain[2], dtype=np.float64), (d,)).copy()
@@ -289,8 +305,9 @@ class _MarginLP:
         self.d = d
         self.backend = backend
         self.count = 0
-        self.rows: list[np.ndarray] = []
-        self.rhs: list[float] = []
+        self.size = 0  # rows on the stack
+        self._rows = np.zeros((64, d))
+        self._rhs = np.zeros(64)
         eye = np.eye(d)
         if self.kind == "box":
             lo, hi = self.p, self.q
@@ -327,6 +344,8 @@ class _MarginLP:
         inf = highspy.kHighsInf
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")
         h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         h.setOptionValue("dual_feasibility_tolerance", 1e-10)
         for j in range(self.nvar):
@@ -338,29 +357,33 @@ class _MarginLP:
             nz = np.flatnonzero(row).astype(np.int32)
             h.addRow(-inf, float(b), len(nz), nz, row[nz])
         self._h = h
+        self._objective = (self.cost.tobytes(), -np.inf)
         self._base_rows = self.dom_a.shape[0]
         self._idx = np.concatenate([np.arange(self.d), [self.nvar - 1]]).astype(np.int32)
 
     # ---- stack
     def push(self, row: np.ndarray, rhs: float) -> None:
-        self.rows.append(row)
-        self.rhs.append(rhs)
+        if self.size == len(self._rhs):
+            self._rows = np.vstack([self._rows, np.zeros_like(self._rows)])
+            self._rhs = np.concatenate([self._rhs, np.zeros_like(self._rhs)])
+        self._rows[self.size] = row
+        self._rhs[self.size] = rhs
+        self.size += 1
         if self.backend == "highspy":
             # row x + rhs >= t  <=>  -row x + t <= rhs
-            self._h.addRow(-self._hs.kHighsInf, float(rhs), self.d + 1, self._idx,
-                           np.append(-row, 1.0))
+            vals = np.empty(self.d + 1)
+            vals[:-1], vals[-1] = -row, 1.0
+            self._h.addRow(-self._hs.kHighsInf, float(rhs), self.d + 1, self._idx, vals)
 
     def pop(self) -> None:
-        self.rows.pop()
-        self.rhs.pop()
+        self.size -= 1
         if self.backend == "highspy":
-            last = self._base_rows + len(self.rows)
+            last = self._base_rows + self.size
             self._h.deleteRows(1, np.array([last], dtype=np.int32))
 
     def stack(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.rows:
-            return np.zeros((0, self.d)), np.zeros(0)
-        return np.array(self.rows), np.array(self.rhs)
+        """The pushed half-spaces ``rows x + rhs >= 0`` (views: use before the next push)."""
+        return self._rows[: self.size], self._rhs[: self.size]
 
     # ---- geometry
     def domain_margin(self, x: np.ndarray) -> float:
@@ -372,33 +395,63 @@ class _MarginLP:
         """Recomputed certificate at ``x``: distance to the nearest pushed hyperplane / domain
         facet, negative if ``x`` violates one."""
         m = self.domain_margin(x)
-        if self.rows:
+        if self.size:
             rows, rhs = self.stack()
             m = min(m, float(np.min(rows @ x + rhs)))
         return m
 
-    def interval(
-        self, a: np.ndarray, b: float, box: tuple[np.ndarray, np.ndarray] | None
-    ) -> tuple[float, float]:
-        """Bounds of ``a^T x + b`` over the domain (and over ``box`` if given): exact for each."""
-        if self.kind == "box":
-            mid, rad = float(a @ self.mid) + b, float(np.abs(a) @ self.half)
-        else:
-            mid, rad = float(a @ self.p) + b, float(self.q * np.abs(a).max())
-        lower, upper = mid - rad, mid + rad
-        if box is not None:
-            bmid, bhalf = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
-            mid, rad = float(a @ bmid) + b, float(np.abs(a) @ bhalf)
-            lower, upper = max(lower, mid - rad), min(upper, mid + rad)
+    def intervals(
+        self, a: np.ndarray, b: np.ndarray, box: tuple[np.ndarray, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of each ``a_k^T x + b_k`` over ``box`` (and, for the l1 ball, over the ball):
+        each exact, so valid over any region inside both."""
+        mid, half = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
+        centre, spread = a @ mid + b, np.abs(a) @ half
+        lower, upper = centre - spread, centre + spread
+        if self.kind == "l1":
+            centre, spread = a @ self.p + b, self.q * np.abs(a).max(axis=1)
+            lower, upper = np.maximum(lower, centre - spread), np.minimum(upper, centre + spread)
         return lower, upper
+
+    def outer_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """The domain's bounding box."""
+        if self.kind == "box":
+            return self.p.copy(), self.q.copy()
+        return self.p - self.q, self.p + self.q
+
+    def tighten(
+        self, box: tuple[np.ndarray, np.ndarray], passes: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Feasibility-based bound tightening: a box still containing (stack ∩ domain) if ``box``
+        did. Interval reasoning only (no LP); padded by 1e-12 against rounding."""
+        lo, hi = box
+        rows, rhs = self.stack()
+        pos, neg = rows > 1e-9, rows < -1e-9
+        safe = np.where(pos | neg, rows, 1.0)
+        for _ in range(passes):
+            # row x + rhs >= 0  =>  row_i x_i >= -rhs - sum_{j != i} max(row_j x_j) over the box
+            top = np.maximum(rows * lo, rows * hi)
+            bound = (top - (top.sum(axis=1) + rhs)[:, None]) / safe
+            lo = np.maximum(lo, np.where(pos, bound, -np.inf).max(axis=0, initial=-np.inf))
+            hi = np.minimum(hi, np.where(neg, bound, np.inf).min(axis=0, initial=np.inf))
+            if self.kind == "l1":
+                gap = np.maximum(0.0, np.maximum(lo - self.p, self.p - hi))  # min |x_i - c_i|
+                slack = self.q - (gap.sum() - gap)
+                lo, hi = np.maximum(lo, self.p - slack), np.minimum(hi, self.p + slack)
+        pad = 1e-12 * (1.0 + np.abs(lo) + np.abs(hi))
+        lo, hi = lo - pad, hi + pad
+        return np.minimum(lo, hi), np.maximum(lo, hi)
 
     # ---- solves
     def _run(self, cost: np.ndarray, t_lower: float) -> np.ndarray:
         self.count += 1
         if self.backend == "highspy":
             h = self._h
-            h.changeColsCost(self.nvar, np.arange(self.nvar, dtype=np.int32), cost)
-            h.changeColBounds(self.nvar - 1, t_lower, self._hs.kHighsInf)
+            key = (cost.tobytes(), t_lower)
+            if key != self._objective:  # changing the objective only when needed keeps warm starts
+                h.changeColsCost(self.nvar, np.arange(self.nvar, dtype=np.int32), cost)
+                h.changeColBounds(self.nvar - 1, t_lower, self._hs.kHighsInf)
+                self._objective = key
             h.run()
             if h.getModelStatus() == self._hs.HighsModelStatus.kOptimal:
                 return np.array(h.getSolution().col_value)
@@ -458,7 +511,7 @@ def brute_force_lipschitz(
     tol: float = 1e-9,
     collect_regions: bool = False,
     lp_backend: str = "highspy",
-    bbox_filter: bool = True,
+    bbox_filter: str = "auto",
 ) -> OracleResult:
     """Exact local Lipschitz constant by enumerating the full-dimensional activation regions.
 
@@ -474,9 +527,12 @@ def brute_force_lipschitz(
         tol: a region counts iff (region ∩ domain) contains a Euclidean ball of radius ``> tol``.
         collect_regions: also return every region in ``result.regions``.
         lp_backend: ``"highspy"`` (incremental, fast) or ``"linprog"`` (scipy); same answers.
-        bbox_filter: on entering each hidden layer after the first, compute the exact bounding box
-            of the current region (2d LPs) and skip the LP for neurons that cannot cross it.
-            Only a speed-up; the result is the same.
+        bbox_filter: how to bound the current region by a box, to skip the LP for neurons that
+            cannot cross it: ``"fbbt"`` (interval bound tightening after every branch, no LPs),
+            ``"lp"`` (that, plus the exact bounding box by 2d LPs on entering each hidden layer
+            after the first), ``"auto"`` (the exact box only where more than 2d neurons of the
+            layer may cross the current box) or ``"none"`` (domain box only). A speed-up only:
+            the regions and the value do not depend on it.
 
     Returns:
         OracleResult(value, argmax_point, n_regions, ...).
@@ -488,6 +544,8 @@ def brute_force_lipschitz(
     dual_rows = _dual_rows(c, output_norm, m)
     if input_norm not in INPUT_DUAL:
         raise ValueError(f"unknown input norm {input_norm!r}")
+    if bbox_filter not in ("fbbt", "lp", "auto", "none"):
+        raise ValueError(f"unknown bbox_filter {bbox_filter!r}")
     dom = _canonical_domain(domain, d)
     lp = _MarginLP(dom, d, lp_backend)
     hidden = weights[:-1]
@@ -510,53 +568,81 @@ def brute_force_lipschitz(
         if collect_regions:
             regions.append(Region(pattern, point.copy(), margin, float(values[k])))
         if values[k] > best["value"]:
-            best.update(value=float(values[k]), pattern=pattern, point=point.copy(),
-                        margin=margin, dual=dual_rows[k].copy())
+            best.update(
+                value=float(values[k]),
+                pattern=pattern,
+                point=point.copy(),
+                margin=margin,
+                dual=dual_rows[k].copy(),
+            )
 
-    def visit(layer: int, unit: int, z_a: np.ndarray, z_b: np.ndarray, point: np.ndarray,
-              margin: float, box: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """Fix neuron ``unit`` of hidden ``layer``, whose pre-activations are ``z_a x + z_b``."""
-        if unit == z_a.shape[0]:  # layer complete: affine form of h, go deeper
-            h_a, h_b = masks[layer][:, None] * z_a, masks[layer] * z_b
-            if layer + 1 == len(hidden):
-                leaf(h_a, point, margin)
-                return
-            w, b = hidden[layer + 1]
-            new_box = lp.bounding_box() if bbox_filter else None
-            visit(layer + 1, 0, w @ h_a, w @ h_b + b, point, margin, new_box)
+    def enter(
+        layer: int,
+        h_a: np.ndarray,
+        h_b: np.ndarray,
+        point: np.ndarray,
+        margin: float,
+        box: tuple[np.ndarray, np.ndarray],
+    ) -> None:
+        """All signs of layers < ``layer`` are fixed and ``h_{layer-1} = h_a x + h_b``."""
+        if layer == len(hidden):
+            leaf(h_a, point, margin)
             return
-        a, b0 = z_a[unit], float(z_b[unit])
-        norm = float(np.linalg.norm(a))
-        if norm <= 1e-12 * max(1.0, scales[layer][unit]):  # constant on the region
-            masks[layer][unit] = 1.0 if b0 > 0 else 0.0
-            visit(layer, unit + 1, z_a, z_b, point, margin, box)
+        w, b = hidden[layer]
+        z_a, z_b = w @ h_a, w @ h_b + b
+        norms = np.linalg.norm(z_a, axis=1)
+        const = norms <= 1e-12 * np.maximum(1.0, scales[layer])  # constant on the region
+        masks[layer][const] = (z_b[const] > 0).astype(np.float64)
+        norms[const] = 1.0
+        if layer > 0 and bbox_filter in ("lp", "auto"):
+            exact = bbox_filter == "lp"
+            if not exact:  # "auto": the exact box only when it may save more LPs than its 2d
+                lower, upper = lp.intervals(z_a / norms[:, None], z_b / norms, box)
+                exact = np.count_nonzero((lower < 0) & (upper > 0) & ~const) > 2 * d
+            if exact:
+                lo, hi = lp.bounding_box()
+                box = (np.maximum(box[0], lo), np.minimum(box[1], hi))
+        forms = _LayerForms(z_a, z_b, z_a / norms[:, None], z_b / norms, const)
+        walk(layer, 0, forms, point, margin, box)
+
+    def walk(
+        layer: int,
+        unit: int,
+        forms: _LayerForms,
+        point: np.ndarray,
+        margin: float,
+        box: tuple[np.ndarray, np.ndarray],
+    ) -> None:
+        """Fix neurons ``unit..`` of hidden ``layer``; ``point`` certifies the current region
+        with Euclidean ``margin``; ``box`` contains it."""
+        z_a, z_b, a_n, b_n, const = forms
+        lower, upper = lp.intervals(a_n, b_n, box)
+        mask = masks[layer]
+        for j in range(unit, len(b_n)):
+            if const[j]:
+                continue
+            if lower[j] >= 0 or upper[j] <= 0:  # cannot cut the region: no branch, no row
+                mask[j] = 1.0 if lower[j] >= 0 else 0.0
+                continue
+            v = float(a_n[j] @ point + b_n[j])
+            for sign in (1.0, -1.0):
+                lp.push(sign * a_n[j], sign * b_n[j])
+                if sign * v > tol:  # the parent's certificate point already lies on this side
+                    child_point, child_margin = point, min(margin, sign * v)
+                else:
+                    child_margin, child_point = lp.solve()
+                if child_margin > tol:
+                    mask[j] = 1.0 if sign > 0 else 0.0
+                    child_box = box if bbox_filter == "none" else lp.tighten(box)
+                    walk(layer, j + 1, forms, child_point, child_margin, child_box)
+                lp.pop()
             return
-        a_n, b_n = a / norm, b0 / norm
-        lower, upper = lp.interval(a_n, b_n, box)
-        if lower >= 0 or upper <= 0:  # cannot cut the region: one branch, no constraint
-            masks[layer][unit] = 1.0 if lower >= 0 else 0.0
-            visit(layer, unit + 1, z_a, z_b, point, margin, box)
-            return
-        v = float(a_n @ point + b_n)
-        for sign in (1.0, -1.0):
-            lp.push(sign * a_n, sign * b_n)
-            if sign * v > tol:  # the parent's certificate point already lies on this side
-                child_point, child_margin = point, min(margin, sign * v)
-            else:
-                child_margin, child_point = lp.solve()
-            if child_margin > tol:
-                masks[layer][unit] = 1.0 if sign > 0 else 0.0
-                visit(layer, unit + 1, z_a, z_b, child_point, child_margin, box)
-            lp.pop()
+        enter(layer + 1, mask[:, None] * z_a, mask * z_b, point, margin, box)
 
     root_margin, root_point = lp.solve()
     if root_margin <= tol:  # pragma: no cover - a valid domain is full-dimensional
         raise ValueError("domain has no interior")
-    if hidden:
-        w1, b1 = hidden[0]
-        visit(0, 0, w1.copy(), b1.copy(), root_point, root_margin, None)
-    else:
-        leaf(np.eye(d), root_point, root_margin)
+    enter(0, np.eye(d), np.zeros(d), root_point, root_margin, lp.outer_box())
     if n_regions == 0:  # pragma: no cover - the domain itself is full-dimensional
         raise RuntimeError("no full-dimensional region found")
     # recentre the reported point: Chebyshev centre of the whole argmax region ∩ domain
@@ -697,8 +783,11 @@ def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
         radius = np.array(domain.radius, dtype=np.float64)
         spec = ("box", center - radius, center + radius)
     elif hasattr(domain, "lower") and hasattr(domain, "upper"):
-        spec = ("box", np.array(domain.lower, dtype=np.float64),
-                np.array(domain.upper, dtype=np.float64))
+        spec = (
+            "box",
+            np.array(domain.lower, dtype=np.float64),
+            np.array(domain.upper, dtype=np.float64),
+        )
     else:
         raise TypeError(f"unsupported domain {name}")
     return LipoptArgs(weights, spec)
