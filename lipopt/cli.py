@@ -13,9 +13,9 @@ import numpy as np
 from lipopt.certify import CertifyResult, certify
 from lipopt.domain import Domain, DomainError, load_vector, parse_ball, parse_box
 from lipopt.io.onnx import OnnxImportError, load_onnx
-from lipopt.lipschitz import LipschitzError, LipschitzResult, lipschitz
+from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
 from lipopt.network import Network, NetworkError
-from lipopt.solvers import SolverError
+from lipopt.solvers import SolverError, registry
 
 #: errors a user can cause; each becomes one line on stderr and exit status 2
 USER_ERRORS = (DomainError, OnnxImportError, LipschitzError, SolverError, NetworkError, ValueError)
@@ -30,6 +30,8 @@ examples:
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
   lipopt solve net.onnx --box 0,1 --output-norm linf
   lipopt certify net.onnx --center x.npy --radius 0.1
+  lipopt export net.onnx --box 0,1 --c 1,-1 -o lip.mps
+  lipopt solvers
 
 Run 'lipopt solve --help' for every option.
 """
@@ -54,7 +56,7 @@ domain: give exactly one of --box or --center/--radius. Negative numbers work as
 
 output: the value is a certified upper bound on the local Lipschitz constant, and the exact
 constant when the status is 'optimal'; 'lower' is attained at the witness input (recomputed
-in numpy). Exit status: 0 answered, 2 bad input or solver failure.
+in numpy). Exit status: 0 answered, 2 bad input or solver failure, 130 interrupted.
 """
 
 
@@ -81,14 +83,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    """The network, domain and norms: shared by solve and export."""
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
     dom = parser.add_argument_group("domain (one of)")
     dom.add_argument("--box", metavar="LO,HI|FILE", help="box: LO,HI for every input, or a "
                      '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)')
     dom.add_argument("--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt")
     dom.add_argument("--radius", type=float, help="ball radius (with --center)")
-    dom.add_argument("--ball", choices=["linf", "l1"], default="linf",
+    dom.add_argument("--ball", choices=["linf", "l1"],
                      help="ball type for --center/--radius (default: linf)")
     prob = parser.add_argument_group("problem")
     prob.add_argument("--norm", choices=["linf", "l1"], default="linf",
@@ -98,6 +101,10 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     prob.add_argument("--output-norm", choices=["abs", "l1", "linf", "cross"],
                       help="instead of --c: the output norm of the (input, output) constant "
                       "of the whole output vector; cross is the multi-class robustness norm")
+
+
+def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_problem_arguments(parser)
     sol = parser.add_argument_group("solving")
     sol.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
     sol.add_argument("--mode", choices=["exact", "lp"], default="exact",
@@ -128,7 +135,8 @@ def make_parser() -> argparse.ArgumentParser:
         "solve",
         help="compute the local Lipschitz constant of an ONNX network over a domain",
         description="Compute the exact local Lipschitz constant (or certified bounds on it) "
-        "of c^T f over a box or ball of inputs.",
+        "of c^T f, or of the whole output vector under an output norm, over a box or ball of "
+        "inputs.",
         epilog=SOLVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -142,6 +150,27 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_certify_arguments(cert)
+    export = sub.add_parser(
+        "export",
+        help="write the Lipschitz MIP as .lp or .mps for an external solver",
+        description="Write the model that 'lipopt solve' would solve, to .lp or .mps (by the "
+        "suffix of -o). Variable names map back to layers and neurons: x[j] inputs, h{k}[i] "
+        "post-activations, a{k}[i] activation binaries, s{k}[i] / y{k}[i] backward pass.",
+        epilog="examples:\n  lipopt export net.onnx --box 0,1 --c 1,-1 -o lip.mps\n"
+        "  lipopt export net.onnx --center x.npy --radius 0.1 --mode lp -o liplp.lp\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_problem_arguments(export)
+    export.add_argument("-o", "--output", required=True, metavar="PATH",
+                        help="where to write: a .lp or .mps file")
+    export.add_argument("--mode", choices=["exact", "lp"], default="exact",
+                        help="the MIP (default) or its LP relaxation")
+    sub.add_parser(
+        "solvers",
+        help="list the solver adapters and whether each is usable here",
+        description="List every solver adapter, whether it is installed and usable, and how to "
+        "install the missing ones.",
+    )
     return parser
 
 
@@ -185,12 +214,14 @@ def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
     if args.box is not None and (args.center is not None or args.radius is not None):
         raise DomainError("give either --box or --center/--radius, not both")
     if args.box is not None:
+        if args.ball is not None:
+            raise DomainError("--ball goes with --center/--radius, not with --box")
         return parse_box(args.box, d)
     if args.center is None and args.radius is None:
         raise DomainError("no domain given: use --box LO,HI or --center X --radius R")
     if args.center is None or args.radius is None:
         raise DomainError("a ball needs both --center and --radius")
-    return parse_ball(args.center, args.radius, args.ball, d)
+    return parse_ball(args.center, args.radius, args.ball or "linf", d)
 
 
 def _format_vector(vec: np.ndarray | None, limit: int = 6) -> str:
@@ -307,7 +338,33 @@ def run_certify(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"solve": run_solve, "certify": run_certify}
+def run_export(args: argparse.Namespace) -> int:
+    from lipopt.solvers.export import write_model
+
+    network = load_onnx(args.model)
+    domain = domain_from_args(args, network)
+    c = load_vector(args.c, "--c") if args.c is not None else None
+    lip = build_model(network, domain, norm=args.norm, c=c, output_norm=args.output_norm,
+                      relax=args.mode == "lp")
+    path = write_model(lip.model, args.output)
+    stats = lip.stats
+    print(f"wrote {path}: {stats['variables']} variables, {stats['constraints']} constraints, "
+          f"{stats['binaries']} binaries (maximise the objective)")
+    return 0
+
+
+def run_solvers(args: argparse.Namespace) -> int:
+    usable = set(registry.available())
+    for name in registry.ADAPTERS:
+        if name in usable:
+            print(f"{name:10s} usable   {registry.get(name).version()}")
+        else:
+            hint = getattr(registry, "INSTALL_HINTS", {}).get(name, "")
+            print(f"{name:10s} missing  {hint}")
+    return 0
+
+
+COMMANDS = {"solve": run_solve, "certify": run_certify, "export": run_export, "solvers": run_solvers}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,14 +1,15 @@
 """``lipschitz(...)``: bounds -> model -> solve -> verify, and the result users see.
 
 The value returned is ``max_{x ∈ X} ||∇(c^T f)(x)||_{α*}`` (paper Theorem 1), the local Lipschitz
-constant of ``c^T f`` over the interior of the domain X w.r.t. the input norm α.
+constant of ``c^T f`` over the interior of the domain X w.r.t. the input norm α; with an output
+norm β instead of c, ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}``, the (α, β) constant (app. E).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -250,7 +251,7 @@ def lipschitz(
     progress: Callable[[str], None] | None = None,
     split: bool | SplitOptions = False,
 ) -> LipschitzResult:
-    """The local Lipschitz constant of ``c^T f`` over ``domain`` w.r.t. the input norm.
+    """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
     Args:
         network: the ReLU network.
@@ -313,6 +314,7 @@ def lipschitz(
         f"solving {'LP relaxation' if relax else 'MIP'} with {adapter.name}{limit}..."
     )
 
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     options = SolveOptions(
         time_limit=time_limit,
         rel_gap=gap if gap else SolveOptions.rel_gap,
@@ -330,6 +332,7 @@ def lipschitz(
         )
 
     start = time.perf_counter()
+    resolve_seconds = 0.0  # refinement re-solves count as solving, not verifying
     rng = np.random.default_rng(random_seed)
     upper = float(first.bound)
     result, refinements, nodes = first, 0, first.nodes or 0
@@ -344,18 +347,20 @@ def lipschitz(
             witness = _Witness(check.point, value, True)
             certified_value = value
             break
+        remaining = None if deadline is None else deadline - time.perf_counter()
         if (
             check.dimension is not Dimension.LOWER
             or result.termination is not Termination.OPTIMAL
             or refinements >= max_refinements
+            or (remaining is not None and remaining <= 0)
             or not _exclude_pattern(lip, result.values)
         ):
             break
         refinements += 1
         say(f"optimum on a lower-dimensional region; excluding it and re-solving ({refinements})")
         solve_start = time.perf_counter()
-        result = adapter.solve(lip.model, options)
-        timings["solve"] += time.perf_counter() - solve_start
+        result = adapter.solve(lip.model, replace(options, time_limit=remaining))
+        resolve_seconds += time.perf_counter() - solve_start
         nodes += result.nodes or 0
         _raise_on_failure(result)
         if result.termination is Termination.OPTIMAL and result.bound is not None:
@@ -366,12 +371,13 @@ def lipschitz(
             x0 = np.array([first.values[v] for v in lip.x], dtype=np.float64)
             candidates.append(np.clip(x0, *domain.bounding_box()))
         witness = _best_witness(network, domain, seed, input_norm, candidates, rng)
-    timings["verify"] = time.perf_counter() - start
+    timings["verify"] = time.perf_counter() - start - resolve_seconds
+    timings["solve"] += resolve_seconds
 
     lower = witness.norm_value if witness is not None else None
     if lower is not None and lower > upper:
         upper = lower  # solver tolerance: the attained value is a fact, the bound is not exact
-    status = _status(first.termination, solve_mode, gap)
+    status = _status(result.termination, solve_mode, gap, result)
     exact_certified = bool(
         witness is not None
         and witness.certified_pattern
@@ -396,13 +402,13 @@ def lipschitz(
         status=status,
         witness=None if witness is None else witness.point,
         exact_certified=exact_certified,
-        model_stats=dict(lip.stats),
+        model_stats=_stats(lip),
         timings=timings,
         solver=first.solver,
         norm=input_norm.value,
         c=None if isinstance(seed, OutputNorm) else seed,
         output_norm=seed.value if isinstance(seed, OutputNorm) else None,
-        nodes=nodes if nodes else first.nodes,
+        nodes=nodes if nodes > 0 else None,
         refinements=refinements,
         message=message,
         model=lip,
@@ -489,11 +495,20 @@ def _raise_on_failure(result: SolveResult) -> None:
         raise SolverError("the solver stopped with an error; no answer is reported")
 
 
-def _status(termination: Termination, mode: Mode, gap: float | None) -> str:
+def _stats(lip: LipschitzModel) -> dict[str, int]:
+    """Model sizes; in the LP relaxation the would-be binaries are continuous."""
+    stats = dict(lip.stats)
+    if lip.relaxed:
+        stats["relaxed_binaries"] = stats["binaries"]
+        stats["binaries"] = 0
+    return stats
+
+
+def _status(termination: Termination, mode: Mode, gap: float | None, last: SolveResult) -> str:
+    """``relaxation`` for LipLP; ``gap_limit`` only where a requested gap was left open."""
     if mode is Mode.LP:
         return "relaxation"
-    if termination is Termination.OPTIMAL:
-        return "gap_limit" if gap else "optimal"
-    if termination is Termination.INTERRUPTED:
-        return "time_limit"
+    if termination in (Termination.OPTIMAL, Termination.GAP_LIMIT):
+        closed = last.gap is not None and last.gap <= SolveOptions.rel_gap
+        return "optimal" if closed or not gap else "gap_limit"
     return termination.value

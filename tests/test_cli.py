@@ -170,3 +170,22 @@ def test_cli_certify_bad_center(two_output_model, capsys):
     path, _ = two_output_model
     code, _, err = _run(capsys, "certify", path, "--center", "0.2,0.1", "--radius", "0.2", "--quiet")
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_cli_json_stays_valid_with_verbose(one_output_model, capsys):
+    path, _ = one_output_model
+    code, out, err = _run(capsys, "solve", path, "--box", "0,1", "--json", "--verbose")
+    assert code == 0 and json.loads(out)["status"] == "optimal"
+
+
+def test_cli_ball_with_box_is_an_error(one_output_model, capsys):
+    path, _ = one_output_model
+    code, _, err = _run(capsys, "solve", path, "--box", "0,1", "--ball", "l1", "--quiet")
+    assert code == 2 and "--ball" in err
+
+
+def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
+    path, _ = two_output_model
+    code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--c", "1,-1", "--mode", "lp", "--json")
+    data = json.loads(out)
+    assert data["status"] == "relaxation" and data["binaries"] == 0 and data["relaxed_binaries"] > 0

@@ -3,7 +3,8 @@
 For a hidden neuron with pre-activation ``z ∈ [l, u]``:
 - ``l >= 0`` (always active):   ``h = z``, no binary;
 - ``u <= 0`` (always inactive): ``h = 0``, no variable at all;
-- otherwise a binary ``a`` and  ``h >= z,  h >= 0,  h <= u·a,  h <= z - l·(1 - a)``.
+- otherwise a binary ``a`` and  ``h >= z,  h <= u·a,  h <= z - l·(1 - a)``, with ``h >= 0``
+  as the variable's lower bound.
 ``a`` is the neuron's activation (1 = on); the backward pass reuses it.
 """
 
