@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -62,7 +63,7 @@ class HighsSolver:
         # the witness is re-verified in numpy and the bound is HiGHS's proven dual bound.
         solver_options = dict(options.options)
         kwargs: dict[str, Any] = {
-            "tee": options.verbose,
+            "tee": [sys.stderr] if options.verbose else False,  # stdout is for results
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
             "rel_gap": options.rel_gap,
