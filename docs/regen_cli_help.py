@@ -1,0 +1,42 @@
+"""Rewrite the ``--help`` blocks of docs/cli.md from the parser (run after changing the CLI).
+
+    python docs/regen_cli_help.py
+
+tests/test_docs.py fails while a block is stale. Each block is the first code block after its
+``## `lipopt ... --help` `` heading, rendered at 80 columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+PAGE = Path(__file__).with_name("cli.md")
+COMMANDS = {"lipopt --help": [], "lipopt solve --help": ["solve"]}
+
+
+def help_text(argv: list[str]) -> str:
+    """The parser's help for ``argv``, wrapped at 80 columns."""
+    os.environ["COLUMNS"] = "80"
+    from lipopt.cli import make_parser
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        make_parser().parse_args([*argv, "--help"])
+    return out.getvalue().rstrip("\n")
+
+
+def render(page: str) -> str:
+    """``page`` with every help block replaced by the parser's current output."""
+    for title, argv in COMMANDS.items():
+        pattern = re.compile(r"(## `" + re.escape(title) + r"`.*?```\n)(.*?)(\n```)", re.S)
+        page = pattern.sub(lambda m: m.group(1) + help_text(argv) + m.group(3), page, count=1)
+    return page
+
+
+if __name__ == "__main__":
+    PAGE.write_text(render(PAGE.read_text()))
+    print(f"rewrote the help blocks of {PAGE}")
