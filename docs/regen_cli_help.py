@@ -33,7 +33,8 @@ def render(page: str) -> str:
     """``page`` with every help block replaced by the parser's current output."""
     for title, argv in COMMANDS.items():
         pattern = re.compile(r"(## `" + re.escape(title) + r"`.*?```\n)(.*?)(\n```)", re.S)
-        page = pattern.sub(lambda m: m.group(1) + help_text(argv) + m.group(3), page, count=1)
+        text = help_text(argv)
+        page = pattern.sub(lambda m, text=text: m.group(1) + text + m.group(3), page, count=1)
     return page
 
 

@@ -109,9 +109,7 @@ def certify(
             raw = _ratio(min(margins.values()), constant("cross", output_norm="cross"))
         else:
             eye = np.eye(network.output_dim)
-            pair = {
-                j: constant(f"{predicted}-{j}", c=eye[predicted] - eye[j]) for j in others
-            }
+            pair = {j: constant(f"{predicted}-{j}", c=eye[predicted] - eye[j]) for j in others}
             if how is CertifyMethod.PAIRWISE:
                 raw = min(_ratio(margins[f"{predicted}-{j}"], pair[j]) for j in others)
             else:

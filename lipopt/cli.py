@@ -87,32 +87,54 @@ def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
     """The network, domain and norms: shared by solve and export."""
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
     dom = parser.add_argument_group("domain (one of)")
-    dom.add_argument("--box", metavar="LO,HI|FILE", help="box: LO,HI for every input, or a "
-                     '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)')
-    dom.add_argument("--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt")
+    dom.add_argument(
+        "--box",
+        metavar="LO,HI|FILE",
+        help="box: LO,HI for every input, or a "
+        '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)',
+    )
+    dom.add_argument(
+        "--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt"
+    )
     dom.add_argument("--radius", type=float, help="ball radius (with --center)")
-    dom.add_argument("--ball", choices=["linf", "l1"],
-                     help="ball type for --center/--radius (default: linf)")
+    dom.add_argument(
+        "--ball", choices=["linf", "l1"], help="ball type for --center/--radius (default: linf)"
+    )
     prob = parser.add_argument_group("problem")
-    prob.add_argument("--norm", choices=["linf", "l1"], default="linf",
-                      help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)")
-    prob.add_argument("--c", metavar="C|FILE",
-                      help="output weighting c: the constant of c^T f")
-    prob.add_argument("--output-norm", choices=["abs", "l1", "linf", "cross"],
-                      help="instead of --c: the output norm of the (input, output) constant "
-                      "of the whole output vector; cross is the multi-class robustness norm")
+    prob.add_argument(
+        "--norm",
+        choices=["linf", "l1"],
+        default="linf",
+        help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)",
+    )
+    prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
+    prob.add_argument(
+        "--output-norm",
+        choices=["abs", "l1", "linf", "cross"],
+        help="instead of --c: the output norm of the (input, output) constant "
+        "of the whole output vector; cross is the multi-class robustness norm",
+    )
 
 
 def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_problem_arguments(parser)
     sol = parser.add_argument_group("solving")
     sol.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
-    sol.add_argument("--mode", choices=["exact", "lp"], default="exact",
-                     help="exact MIP (default) or its LP relaxation (an upper bound)")
-    sol.add_argument("--time-limit", type=float, metavar="SECONDS",
-                     help="stop after this long with certified bounds")
-    sol.add_argument("--gap", type=float, metavar="REL",
-                     help="stop at this relative gap, e.g. 0.05")
+    sol.add_argument(
+        "--mode",
+        choices=["exact", "lp"],
+        default="exact",
+        help="exact MIP (default) or its LP relaxation (an upper bound)",
+    )
+    sol.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this long with certified bounds",
+    )
+    sol.add_argument(
+        "--gap", type=float, metavar="REL", help="stop at this relative gap, e.g. 0.05"
+    )
     sol.add_argument("--threads", type=int, help="solver threads")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
@@ -123,7 +145,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
 def make_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lipopt",
-        description="Exact local Lipschitz constants of ReLU networks by mixed-integer programming.",
+        description="Exact local Lipschitz constants of ReLU networks by mixed-integer "
+        "programming.",
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -161,10 +184,15 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_problem_arguments(export)
-    export.add_argument("-o", "--output", required=True, metavar="PATH",
-                        help="where to write: a .lp or .mps file")
-    export.add_argument("--mode", choices=["exact", "lp"], default="exact",
-                        help="the MIP (default) or its LP relaxation")
+    export.add_argument(
+        "-o", "--output", required=True, metavar="PATH", help="where to write: a .lp or .mps file"
+    )
+    export.add_argument(
+        "--mode",
+        choices=["exact", "lp"],
+        default="exact",
+        help="the MIP (default) or its LP relaxation",
+    )
     sub.add_parser(
         "solvers",
         help="list the solver adapters and whether each is usable here",
@@ -176,18 +204,38 @@ def make_parser() -> argparse.ArgumentParser:
 
 def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU classifier")
-    parser.add_argument("--center", required=True, metavar="X|FILE",
-                        help="the input x: comma list or .npy/.json/.txt")
-    parser.add_argument("--radius", required=True, type=float,
-                        help="radius of the ball around x over which constants are taken")
-    parser.add_argument("--ball", choices=["linf", "l1"], default="linf",
-                        help="ball and radius norm (default: linf)")
-    parser.add_argument("--method", choices=["cross", "pairwise", "naive"], default="cross",
-                        help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
-                        "per class pair; naive: the pairs' maximum constant")
+    parser.add_argument(
+        "--center",
+        required=True,
+        metavar="X|FILE",
+        help="the input x: comma list or .npy/.json/.txt",
+    )
+    parser.add_argument(
+        "--radius",
+        required=True,
+        type=float,
+        help="radius of the ball around x over which constants are taken",
+    )
+    parser.add_argument(
+        "--ball",
+        choices=["linf", "l1"],
+        default="linf",
+        help="ball and radius norm (default: linf)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=["cross", "pairwise", "naive"],
+        default="cross",
+        help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
+        "per class pair; naive: the pairs' maximum constant",
+    )
     parser.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
-    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
-                        help="per-constant time limit; bounds stay certified")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="per-constant time limit; bounds stay certified",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
 
@@ -198,8 +246,12 @@ def _join_negative_values(argv: Sequence[str]) -> list[str]:
     args = list(argv)
     i = 0
     while i < len(args):
-        if args[i] in VALUE_OPTIONS and i + 1 < len(args) and args[i + 1].startswith("-") \
-                and not args[i + 1].startswith("--"):
+        if (
+            args[i] in VALUE_OPTIONS
+            and i + 1 < len(args)
+            and args[i + 1].startswith("-")
+            and not args[i + 1].startswith("--")
+        ):
             out.append(f"{args[i]}={args[i + 1]}")
             i += 2
         else:
@@ -235,7 +287,8 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     """The short human summary printed without --json."""
     dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
     target = (
-        f"c = {_format_vector(result.c)}" if result.c is not None
+        f"c = {_format_vector(result.c)}"
+        if result.c is not None
         else f"output norm {result.output_norm}"
     )
     verdict = {
@@ -255,8 +308,9 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
         f"upper     {result.upper:.10g}",
         f"model     {stats['variables']} variables, {stats['constraints']} constraints, "
         f"{stats['binaries']} binaries ({stats['unstable_neurons']} unstable neurons)",
-        f"time      {result.seconds:.2f} s (bounds {t.get('bounds', 0):.2f}, build {t.get('build', 0):.2f}, "
-        f"solve {t.get('solve', 0):.2f}, verify {t.get('verify', 0):.2f})    solver {result.solver}",
+        f"time      {result.seconds:.2f} s (bounds {t.get('bounds', 0):.2f}, "
+        f"build {t.get('build', 0):.2f}, solve {t.get('solve', 0):.2f}, "
+        f"verify {t.get('verify', 0):.2f})    solver {result.solver}",
     ]
     if result.message:
         lines.append(f"note      {result.message}")
@@ -329,8 +383,9 @@ def run_certify(args: argparse.Namespace) -> int:
     network = load_onnx(args.model)
     ball = parse_ball(args.center, args.radius, args.ball, network.input_dim)
     say(f"loaded {args.model}: widths {list(network.widths)}; certifying ({args.method})...")
-    result = certify(network, ball, method=args.method, solver=args.solver,
-                     time_limit=args.time_limit)
+    result = certify(
+        network, ball, method=args.method, solver=args.solver, time_limit=args.time_limit
+    )
     if args.json:
         print(json.dumps({**result.to_dict(), "model": args.model}, indent=2))
     else:
@@ -344,12 +399,15 @@ def run_export(args: argparse.Namespace) -> int:
     network = load_onnx(args.model)
     domain = domain_from_args(args, network)
     c = load_vector(args.c, "--c") if args.c is not None else None
-    lip = build_model(network, domain, norm=args.norm, c=c, output_norm=args.output_norm,
-                      relax=args.mode == "lp")
+    lip = build_model(
+        network, domain, norm=args.norm, c=c, output_norm=args.output_norm, relax=args.mode == "lp"
+    )
     path = write_model(lip.model, args.output)
     stats = lip.stats
-    print(f"wrote {path}: {stats['variables']} variables, {stats['constraints']} constraints, "
-          f"{stats['binaries']} binaries (maximise the objective)")
+    print(
+        f"wrote {path}: {stats['variables']} variables, {stats['constraints']} constraints, "
+        f"{stats['binaries']} binaries (maximise the objective)"
+    )
     return 0
 
 
@@ -364,7 +422,12 @@ def run_solvers(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"solve": run_solve, "certify": run_certify, "export": run_export, "solvers": run_solvers}
+COMMANDS = {
+    "solve": run_solve,
+    "certify": run_certify,
+    "export": run_export,
+    "solvers": run_solvers,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

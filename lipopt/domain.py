@@ -171,7 +171,7 @@ def check_dimension(domain: Domain, input_dim: int) -> None:
 
 # ---------------------------------------------------------------------------- parsing
 def load_vector(text: str, what: str) -> FloatArray:
-    """A vector from a comma list (``-0.5,0.2``) or a file (``.npy``, ``.json``, ``.txt``/``.csv``)."""
+    """A vector from a comma list (``-0.5,0.2``) or a file (.npy, .json, .txt, .csv)."""
     path = Path(text)
     if path.suffix.lower() in {".npy", ".json", ".txt", ".csv"}:
         if not path.is_file():
@@ -215,14 +215,14 @@ def parse_box(text: str, dim: int) -> Box:
             if suffix == ".json":
                 data = json.loads(path.read_text())
                 if not isinstance(data, dict) or not {"lower", "upper"} <= set(data):
-                    raise DomainError(
-                        f'--box: {text} must hold {{"lower": [...], "upper": [...]}}'
-                    )
+                    raise DomainError(f'--box: {text} must hold {{"lower": [...], "upper": [...]}}')
                 lower, upper = data["lower"], data["upper"]
             else:
                 arr = np.load(path, allow_pickle=False)
                 if arr.ndim != 2 or arr.shape[0] != 2:
-                    raise DomainError(f"--box: {text} must hold an array of shape (2, d), got {arr.shape}")
+                    raise DomainError(
+                        f"--box: {text} must hold an array of shape (2, d), got {arr.shape}"
+                    )
                 lower, upper = arr[0], arr[1]
         except (OSError, ValueError) as exc:
             if isinstance(exc, DomainError):

@@ -23,8 +23,8 @@ from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.split import SplitOptions, branch_and_bound
-from lipopt.solvers import SolveOptions, SolveResult, SolverError, Termination, get
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 
 FloatArray = NDArray[np.float64]
@@ -291,8 +291,14 @@ def lipschitz(
             seed,
             input_norm,
             SplitOptions() if split is True else split,
-            dict(solver=solver, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
-                 max_refinements=max_refinements),
+            dict(
+                solver=solver,
+                gap=gap,
+                threads=threads,
+                verbose=verbose,
+                bounds=bounds,
+                max_refinements=max_refinements,
+            ),
             time_limit,
             bounds,
             say,
@@ -431,13 +437,22 @@ def _split_lipschitz(
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
     outcome = branch_and_bound(
-        network, box, seed, norm, solve_options, options, bounds, deadline, say,
+        network,
+        box,
+        seed,
+        norm,
+        solve_options,
+        options,
+        bounds,
+        deadline,
+        say,
         np.random.default_rng(random_seed),
     )
     total = time.perf_counter() - start
     solved = outcome.solved
     timings = {
-        key: sum(r.timings.get(key, 0.0) for r in solved) for key in ("bounds", "build", "solve", "verify")
+        key: sum(r.timings.get(key, 0.0) for r in solved)
+        for key in ("bounds", "build", "solve", "verify")
     }
     timings["bounds"] += outcome.bound_seconds
     timings["split"] = max(total - sum(timings.values()), 0.0)
@@ -445,7 +460,9 @@ def _split_lipschitz(
         key: sum(r.model_stats.get(key, 0) for r in solved)
         for key in ("variables", "constraints", "binaries", "unstable_neurons")
     }
-    stats.update(parts=outcome.parts_made, parts_solved=len(solved), parts_pruned=outcome.parts_pruned)
+    stats.update(
+        parts=outcome.parts_made, parts_solved=len(solved), parts_pruned=outcome.parts_pruned
+    )
     best = outcome.best
     exact = bool(
         outcome.complete
@@ -453,7 +470,11 @@ def _split_lipschitz(
         and best.exact_certified
         and abs(best.lower - outcome.upper) <= 1e-6 * max(1.0, abs(outcome.upper))
     )
-    status = ("gap_limit" if solve_options.get("gap") else "optimal") if outcome.complete else "time_limit"
+    status = (
+        ("gap_limit" if solve_options.get("gap") else "optimal")
+        if outcome.complete
+        else "time_limit"
+    )
     return LipschitzResult(
         value=outcome.upper,
         lower=outcome.lower,
@@ -481,7 +502,9 @@ def _w_values(lip: LipschitzModel, values: Any) -> FloatArray | None:
     if model.component("w") is not None:
         return np.array([values[v] for v in model.w.values()])
     if model.component("w_pos") is not None:
-        return np.array([values[p] - values[n] for p, n in zip(model.w_pos.values(), model.w_neg.values())])
+        return np.array(
+            [values[p] - values[n] for p, n in zip(model.w_pos.values(), model.w_neg.values())]
+        )
     return None
 
 

@@ -163,7 +163,8 @@ class Network:
         batch = arr[None, :] if single else arr
         if batch.ndim != 2 or batch.shape[1] != self.input_dim:
             raise NetworkError(
-                f"input has shape {arr.shape}, expected ({self.input_dim},) or (n, {self.input_dim})"
+                f"input has shape {arr.shape}, "
+                f"expected ({self.input_dim},) or (n, {self.input_dim})"
             )
         return batch, single
 

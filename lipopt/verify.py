@@ -83,7 +83,9 @@ def check_region(network: Network, pattern: list[FloatArray], domain: Domain) ->
             rows.append(row)
             rhs.append(sign[i] * d_vec[i] / norms[i])
     lower, upper = domain.bounding_box()
-    bounds: list[tuple[float | None, float | None]] = [(float(lo), float(hi)) for lo, hi in zip(lower, upper)]
+    bounds: list[tuple[float | None, float | None]] = [
+        (float(lo), float(hi)) for lo, hi in zip(lower, upper)
+    ]
     bounds.append((None, 1.0))
     if l1:
         assert isinstance(domain, L1Ball)

@@ -5,14 +5,44 @@ import dataclasses
 import lipopt
 
 PUBLIC = {
-    "Affine", "Box", "DomainError", "InputNorm", "L1Ball", "LinfBall", "LipschitzError",
-    "LipschitzResult", "Network", "NetworkError", "OnnxImportError", "ReLU", "SolverError",
-    "build_model", "lipschitz", "load_onnx", "certify", "CertifyResult", "OutputNorm",
+    "Affine",
+    "Box",
+    "DomainError",
+    "InputNorm",
+    "L1Ball",
+    "LinfBall",
+    "LipschitzError",
+    "LipschitzResult",
+    "Network",
+    "NetworkError",
+    "OnnxImportError",
+    "ReLU",
+    "SolverError",
+    "build_model",
+    "lipschitz",
+    "load_onnx",
+    "certify",
+    "CertifyResult",
+    "OutputNorm",
 }
 
 RESULT_FIELDS = {
-    "value", "lower", "upper", "status", "witness", "exact_certified", "model_stats", "timings",
-    "solver", "norm", "c", "output_norm", "nodes", "refinements", "message", "model",
+    "value",
+    "lower",
+    "upper",
+    "status",
+    "witness",
+    "exact_certified",
+    "model_stats",
+    "timings",
+    "solver",
+    "norm",
+    "c",
+    "output_norm",
+    "nodes",
+    "refinements",
+    "message",
+    "model",
 }
 
 

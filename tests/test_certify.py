@@ -31,7 +31,9 @@ def _attack(net, x, predicted, radius, norm, rng, steps=60):
                 c = np.eye(m)[rival] - np.eye(m)[predicted]
             g = net.gradients(y, c)
             step = radius / 10
-            y = y + step * (np.sign(g) if norm == "linf" else np.eye(len(y))[np.argmax(np.abs(g))] * np.sign(g))
+            y = y + step * (
+                np.sign(g) if norm == "linf" else np.eye(len(y))[np.argmax(np.abs(g))] * np.sign(g)
+            )
             delta = y - x
             if norm == "linf":
                 delta = np.clip(delta, -radius, radius)
@@ -73,7 +75,9 @@ def test_cross_radius_never_exceeds_pairwise():
         rng = np.random.default_rng(seed)
         net = random_network(rng, [2, 8, 8, 4])
         ball = LinfBall(rng.uniform(0, 1, size=2), 0.2)
-        radii = {m: certify(net, ball, method=m).uncapped_radius for m in ("cross", "naive", "pairwise")}
+        radii = {
+            m: certify(net, ball, method=m).uncapped_radius for m in ("cross", "naive", "pairwise")
+        }
         assert radii["cross"] <= radii["naive"] * (1 + 1e-9)
         assert radii["naive"] <= radii["pairwise"] * (1 + 1e-9)
 

@@ -37,8 +37,20 @@ def test_cli_json_has_the_promised_keys(two_output_model, capsys):
     code, out, _ = _run(capsys, "solve", path, "--box", "-1,1", "--c", "1,-1", "--json")
     assert code == 0
     data = json.loads(out)
-    for key in ("value", "lower", "upper", "status", "witness", "exact_certified", "solver",
-                "seconds", "variables", "constraints", "binaries", "unstable_neurons"):
+    for key in (
+        "value",
+        "lower",
+        "upper",
+        "status",
+        "witness",
+        "exact_certified",
+        "solver",
+        "seconds",
+        "variables",
+        "constraints",
+        "binaries",
+        "unstable_neurons",
+    ):
         assert key in data, key
     assert data["status"] == "optimal" and data["exact_certified"] is True
     witness = np.array(data["witness"])
@@ -49,7 +61,9 @@ def test_cli_json_has_the_promised_keys(two_output_model, capsys):
 
 def test_cli_human_summary(one_output_model, capsys):
     path, _ = one_output_model
-    code, out, err = _run(capsys, "solve", path, "--center", "-0.5,0.2", "--radius", "0.3", "--norm", "l1")
+    code, out, err = _run(
+        capsys, "solve", path, "--center", "-0.5,0.2", "--radius", "0.3", "--norm", "l1"
+    )
     assert code == 0
     assert "value" in out and "optimal" in out and "exact" in out
     assert "lipopt:" in err  # progress messages go to stderr
@@ -65,8 +79,18 @@ def test_cli_l1_ball_and_file_inputs(one_output_model, tmp_path, capsys):
     path, _ = one_output_model
     np.save(tmp_path / "x.npy", np.array([0.1, -0.2]))
     (tmp_path / "b.json").write_text(json.dumps({"lower": [-1, 0], "upper": [0, 2]}))
-    code, out, _ = _run(capsys, "solve", path, "--center", str(tmp_path / "x.npy"), "--radius",
-                        "0.5", "--ball", "l1", "--json")
+    code, out, _ = _run(
+        capsys,
+        "solve",
+        path,
+        "--center",
+        str(tmp_path / "x.npy"),
+        "--radius",
+        "0.5",
+        "--ball",
+        "l1",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["status"] == "optimal"
     code, out, _ = _run(capsys, "solve", path, "--box", str(tmp_path / "b.json"), "--json")
     witness = json.loads(out)["witness"]
@@ -134,14 +158,24 @@ def test_cli_help_shows_examples(argv, capsys):
 
 def test_cli_console_entry_point_runs_without_traceback(tmp_path):
     """The module runs as a program; a bad input exits 2 with one line on stderr."""
-    net = Network.from_layers([Affine(np.eye(2), np.zeros(2)), ReLU(), Affine(np.ones((1, 2)), [0.0])])
+    net = Network.from_layers(
+        [Affine(np.eye(2), np.zeros(2)), ReLU(), Affine(np.ones((1, 2)), [0.0])]
+    )
     path = save_onnx(net, tmp_path / "n.onnx")
-    ok = subprocess.run([sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "-1,1", "--json"],
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "-1,1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["value"] == pytest.approx(2.0)
-    bad = subprocess.run([sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "1,-1"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "lipopt.cli", "solve", str(path), "--box", "1,-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1].startswith("lipopt solve: error:")
 
@@ -156,8 +190,18 @@ def test_cli_output_norm(two_output_model, capsys):
 @pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
 def test_cli_certify(two_output_model, capsys, method):
     path, net = two_output_model
-    code, out, _ = _run(capsys, "certify", path, "--center", "0.2,-0.4,0.5", "--radius", "0.2",
-                        "--method", method, "--json")
+    code, out, _ = _run(
+        capsys,
+        "certify",
+        path,
+        "--center",
+        "0.2,-0.4,0.5",
+        "--radius",
+        "0.2",
+        "--method",
+        method,
+        "--json",
+    )
     assert code == 0
     data = json.loads(out)
     assert data["predicted"] == int(np.argmax(net.forward([0.2, -0.4, 0.5])))
@@ -168,7 +212,9 @@ def test_cli_certify(two_output_model, capsys, method):
 
 def test_cli_certify_bad_center(two_output_model, capsys):
     path, _ = two_output_model
-    code, _, err = _run(capsys, "certify", path, "--center", "0.2,0.1", "--radius", "0.2", "--quiet")
+    code, _, err = _run(
+        capsys, "certify", path, "--center", "0.2,0.1", "--radius", "0.2", "--quiet"
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
@@ -186,6 +232,8 @@ def test_cli_ball_with_box_is_an_error(one_output_model, capsys):
 
 def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
     path, _ = two_output_model
-    code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--c", "1,-1", "--mode", "lp", "--json")
+    code, out, _ = _run(
+        capsys, "solve", path, "--box", "0,1", "--c", "1,-1", "--mode", "lp", "--json"
+    )
     data = json.loads(out)
     assert data["status"] == "relaxation" and data["binaries"] == 0 and data["relaxed_binaries"] > 0

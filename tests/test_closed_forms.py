@@ -37,7 +37,12 @@ def _all_stable_network(rng):
 
 @pytest.mark.parametrize("norm", ["linf", "l1"])
 @pytest.mark.parametrize(
-    "domain", [Box([0.0, 0.0, 0.0], [1.0, 2.0, 1.0]), LinfBall([0.5, 0.5, 0.5], 0.4), L1Ball([0.5, 0.5, 0.5], 0.4)]
+    "domain",
+    [
+        Box([0.0, 0.0, 0.0], [1.0, 2.0, 1.0]),
+        LinfBall([0.5, 0.5, 0.5], 0.4),
+        L1Ball([0.5, 0.5, 0.5], 0.4),
+    ],
 )
 def test_all_stable_network_needs_no_neuron_binaries(norm, domain, rng):
     net, linear_map = _all_stable_network(rng)
@@ -45,7 +50,9 @@ def test_all_stable_network_needs_no_neuron_binaries(norm, domain, rng):
     res = lipschitz(net, domain, norm=norm, c=c)
     assert res.model_stats["unstable_neurons"] == 0
     assert res.model_stats["binaries"] == 0
-    assert res.value == pytest.approx(np.linalg.norm(c @ linear_map, ord=NORM_ORDERS[norm]), rel=1e-9)
+    assert res.value == pytest.approx(
+        np.linalg.norm(c @ linear_map, ord=NORM_ORDERS[norm]), rel=1e-9
+    )
     assert res.exact_certified
 
 

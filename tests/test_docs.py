@@ -1,4 +1,4 @@
-"""The docs match the code: every CLI option is documented, every doc linked from the README exists."""
+"""The docs match the code: every CLI option is documented, every README link resolves."""
 
 import re
 from pathlib import Path
@@ -14,7 +14,9 @@ def _subcommand_options(name: str) -> set[str]:
     parser = make_parser()
     sub = next(a for a in parser._subparsers._actions if a.choices and name in a.choices)  # noqa: SLF001
     return {
-        opt for action in sub.choices[name]._actions for opt in action.option_strings  # noqa: SLF001
+        opt
+        for action in sub.choices[name]._actions
+        for opt in action.option_strings  # noqa: SLF001
         if opt.startswith("--") and opt != "--help"
     }
 

@@ -83,7 +83,11 @@ def test_load_vector_rejects_nan():
 
 @pytest.mark.parametrize(
     "domain",
-    [Box([0.0, -1.0, 2.0], [1.0, 1.0, 2.5]), LinfBall([0.3, 0.1, 0.0], 0.2), L1Ball([0.3, 0.1, 0.0], 0.5)],
+    [
+        Box([0.0, -1.0, 2.0], [1.0, 1.0, 2.5]),
+        LinfBall([0.3, 0.1, 0.0], 0.2),
+        L1Ball([0.3, 0.1, 0.0], 0.5),
+    ],
 )
 def test_domain_samples_lie_inside(domain, rng):
     points = domain.sample(2000, rng)

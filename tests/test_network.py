@@ -18,7 +18,9 @@ def test_network_forward_matches_manual_loop(rng):
     for x in rng.normal(size=(10, 3)):
         np.testing.assert_allclose(net.forward(x), _manual_forward(net, x))
     batch = rng.normal(size=(7, 3))
-    np.testing.assert_allclose(net.forward(batch), np.array([_manual_forward(net, x) for x in batch]))
+    np.testing.assert_allclose(
+        net.forward(batch), np.array([_manual_forward(net, x) for x in batch])
+    )
 
 
 def test_network_from_layers_merges_consecutive_affines(rng):
@@ -37,7 +39,8 @@ def test_network_jacobian_matches_finite_differences(rng):
     x = rng.normal(size=4)
     eps = 1e-6
     fd = np.stack(
-        [(net.forward(x + eps * e) - net.forward(x - eps * e)) / (2 * eps) for e in np.eye(4)], axis=1
+        [(net.forward(x + eps * e) - net.forward(x - eps * e)) / (2 * eps) for e in np.eye(4)],
+        axis=1,
     )
     np.testing.assert_allclose(net.jacobian_at(x), fd, atol=1e-6)
     c = rng.normal(size=3)
@@ -56,7 +59,11 @@ def test_network_is_immutable(rng):
         (lambda: [], "at least one"),
         (lambda: [ReLU()], "canonical"),
         (
-            lambda: [Affine(np.ones((2, 3)), np.ones(2)), ReLU(), Affine(np.ones((1, 3)), np.ones(1))],
+            lambda: [
+                Affine(np.ones((2, 3)), np.ones(2)),
+                ReLU(),
+                Affine(np.ones((1, 3)), np.ones(1)),
+            ],
             "chain",
         ),
         (lambda: [Affine(np.ones((2, 3)), np.ones(3))], "bias"),

@@ -1,4 +1,4 @@
-"""Soundness on random networks: no sampled gradient beats the certified value; lower is attained."""
+"""Soundness on random networks: no sampled gradient beats the value; lower is attained."""
 
 import numpy as np
 import pytest

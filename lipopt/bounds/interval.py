@@ -53,7 +53,8 @@ class NetworkBounds:
     Attributes:
         pre_lower, pre_upper: per hidden layer k, bounds on the pre-activation ``z_k``.
         grad_lower, grad_upper: per hidden layer k, bounds on ``y_k``, the gradient of the
-            objective w.r.t. the post-activation ``h_k`` (the input of the switch ``s_k = a_k y_k``).
+            objective w.r.t. the post-activation ``h_k`` (the switch input of
+            ``s_k = a_k y_k``).
         input_grad_lower, input_grad_upper: bounds on the input gradient ``∇f = W_1^T s_1``.
         method: how they were computed.
     """

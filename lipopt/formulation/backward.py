@@ -41,15 +41,20 @@ def add_backward(
         state = states[k - 1]
         ly, uy = bounds.grad_lower[k - 1], bounds.grad_upper[k - 1]
         # name the incoming gradient as variables so that expressions never nest
-        var_index = [i for i in range(len(y)) if not is_constant(y[i]) and state[i] != NeuronState.INACTIVE]
-        y_var = pe.Var(var_index, bounds=lambda _, i: (float(ly[i]), float(uy[i])))
+        var_index = [
+            i for i in range(len(y)) if not is_constant(y[i]) and state[i] != NeuronState.INACTIVE
+        ]
+        y_var = pe.Var(var_index, bounds={i: (float(ly[i]), float(uy[i])) for i in var_index})
         setattr(model, f"y{k}", y_var)
-        expr = {i: y[i] for i in var_index}
-        setattr(model, f"y{k}_def", pe.Constraint(var_index, rule=lambda _, i: y_var[i] == expr[i]))
+        setattr(
+            model,
+            f"y{k}_def",
+            pe.Constraint(var_index, expr={i: y_var[i] == y[i] for i in var_index}),
+        )
         unstable_vars = [i for i in var_index if state[i] == NeuronState.UNSTABLE]
         s_var = pe.Var(
             unstable_vars,
-            bounds=lambda _, i: (min(float(ly[i]), 0.0), max(float(uy[i]), 0.0)),
+            bounds={i: (min(float(ly[i]), 0.0), max(float(uy[i]), 0.0)) for i in unstable_vars},
         )
         setattr(model, f"s{k}", s_var)
         cons = pe.ConstraintList()

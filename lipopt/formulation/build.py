@@ -42,7 +42,7 @@ class LipschitzModel:
     stats: dict[str, int] = field(default_factory=dict)
 
     def binaries(self) -> list[Any]:
-        """Every 0/1 variable: activations, gradient signs (``g_sign``), max selections (``g_pick``)."""
+        """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``."""
         out = [a for layer in self.activations for a in layer.values()]
         for name in ("g_sign", "g_pick"):
             component = self.model.component(name)

@@ -40,9 +40,15 @@ def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
     d = domain.dim
     centre = domain.center
     model.x_dev = pe.Var(range(d), bounds=(0.0, domain.radius))
-    model.x_dev_pos = pe.Constraint(range(d), rule=lambda m, j: m.x_dev[j] >= m.x[j] - float(centre[j]))
-    model.x_dev_neg = pe.Constraint(range(d), rule=lambda m, j: m.x_dev[j] >= float(centre[j]) - m.x[j])
-    model.x_in_ball = pe.Constraint(expr=pe.quicksum(model.x_dev[j] for j in range(d)) <= domain.radius)
+    model.x_dev_pos = pe.Constraint(
+        range(d), rule=lambda m, j: m.x_dev[j] >= m.x[j] - float(centre[j])
+    )
+    model.x_dev_neg = pe.Constraint(
+        range(d), rule=lambda m, j: m.x_dev[j] >= float(centre[j]) - m.x[j]
+    )
+    model.x_in_ball = pe.Constraint(
+        expr=pe.quicksum(model.x_dev[j] for j in range(d)) <= domain.radius
+    )
     return x
 
 
@@ -80,12 +86,18 @@ def add_forward(
         width = affine.out_features
         live = [i for i in range(width) if state[i] != NeuronState.INACTIVE]
         unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]
-        h_var = pe.Var(live, bounds=lambda _, i: (max(float(lower[i]), 0.0), max(float(upper[i]), 0.0)))
+        h_var = pe.Var(
+            live, bounds={i: (max(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in live}
+        )
         a_var = pe.Var(unstable, domain=binary_domain)
         setattr(model, f"h{k}", h_var)
         setattr(model, f"a{k}", a_var)
         active = [i for i in live if state[i] == NeuronState.ACTIVE]
-        setattr(model, f"relu{k}_active", pe.Constraint(active, rule=lambda _, i: h_var[i] == z[i]))
+        setattr(
+            model,
+            f"relu{k}_active",
+            pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
+        )
         cons = pe.ConstraintList()
         setattr(model, f"relu{k}_unstable", cons)
         for i in unstable:

@@ -27,7 +27,9 @@ def _l1_of_gradient(
 ) -> Term:
     terms: list[Term] = []
     straddle = [j for j in range(len(g)) if not is_constant(g[j]) and lower[j] < 0 < upper[j]]
-    model.g_abs = pe.Var(straddle, bounds=lambda _, j: (0.0, max(-float(lower[j]), float(upper[j]))))
+    model.g_abs = pe.Var(
+        straddle, bounds=lambda _, j: (0.0, max(-float(lower[j]), float(upper[j])))
+    )
     model.g_sign = pe.Var(straddle, domain=pe.UnitInterval if relax else pe.Binary)
     model.g_abs_def = pe.ConstraintList()
     for j, gj in enumerate(g):
@@ -65,7 +67,9 @@ def _linf_of_gradient(
     top = max(c[3] for c in kept)
     model.g_max = pe.Var(bounds=(floor, top))
     model.g_pick = pe.Var(range(len(kept)), domain=pe.UnitInterval if relax else pe.Binary)
-    model.g_pick_one = pe.Constraint(expr=pe.quicksum(model.g_pick[n] for n in range(len(kept))) == 1)
+    model.g_pick_one = pe.Constraint(
+        expr=pe.quicksum(model.g_pick[n] for n in range(len(kept))) == 1
+    )
     model.g_max_def = pe.ConstraintList()
     for n, (j, sign, lb, _) in enumerate(kept):
         value = abs(float(g[j])) if is_constant(g[j]) else sign * g[j]

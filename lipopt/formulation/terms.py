@@ -16,7 +16,9 @@ def is_constant(term: Term) -> bool:
     return isinstance(term, (int, float, np.floating))
 
 
-def linear_map(matrix: NDArray[np.float64], vector: Sequence[Term], offset: NDArray[np.float64]) -> list[Term]:
+def linear_map(
+    matrix: NDArray[np.float64], vector: Sequence[Term], offset: NDArray[np.float64]
+) -> list[Term]:
     """``matrix @ vector + offset`` where entries of ``vector`` are numbers or expressions.
 
     Constant entries are folded numerically; zero weights are skipped, so a row that touches

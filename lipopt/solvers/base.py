@@ -107,4 +107,6 @@ def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResu
     for var in model.component_data_objects(pe.Var, descend_into=True):
         lo, hi = var.bounds
         values[var] = 0.5 * (lo + hi) if lo is not None and hi is not None else (lo or hi or 0.0)
-    return SolveResult(Termination.OPTIMAL, value, value, values, 0.0, 0, f"{solver} (constant objective)")
+    return SolveResult(
+        Termination.OPTIMAL, value, value, values, 0.0, 0, f"{solver} (constant objective)"
+    )

@@ -120,4 +120,3 @@ class HighsSolver:
             return solver.solve(model, **kwargs)
         except Exception as exc:  # the solver's own failure, reported as ours
             raise SolverError(f"HiGHS failed: {exc}") from exc
-

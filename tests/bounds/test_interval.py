@@ -21,7 +21,11 @@ def _backward_values(network, x, c):
     return ys[::-1], y
 
 
-DOMAINS = [Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), LinfBall([0.2, -0.1, 0.4], 0.3), L1Ball([0.2, -0.1, 0.4], 0.6)]
+DOMAINS = [
+    Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]),
+    LinfBall([0.2, -0.1, 0.4], 0.3),
+    L1Ball([0.2, -0.1, 0.4], 0.6),
+]
 
 
 @pytest.mark.parametrize("domain", DOMAINS, ids=["box", "linf", "l1"])
@@ -58,9 +62,15 @@ def test_interval_states_classify_stable_neurons():
     from lipopt.network import Affine, Network, ReLU
 
     w = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
-    net = Network.from_layers([Affine(w, np.array([0.5, -0.5, 0.0])), ReLU(), Affine(np.ones((1, 3)), [0.0])])
+    net = Network.from_layers(
+        [Affine(w, np.array([0.5, -0.5, 0.0])), ReLU(), Affine(np.ones((1, 3)), [0.0])]
+    )
     bounds = interval_bounds(net, Box([0.0, 0.0], [1.0, 1.0]), [1.0])
-    assert list(bounds.states[0]) == [NeuronState.ACTIVE, NeuronState.INACTIVE, NeuronState.UNSTABLE]
+    assert list(bounds.states[0]) == [
+        NeuronState.ACTIVE,
+        NeuronState.INACTIVE,
+        NeuronState.UNSTABLE,
+    ]
     assert bounds.unstable_count == 1
 
 
