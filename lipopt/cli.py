@@ -136,6 +136,29 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "--gap", type=float, metavar="REL", help="stop at this relative gap, e.g. 0.05"
     )
     sol.add_argument("--threads", type=int, help="solver threads")
+    perf = parser.add_argument_group("speed levers (each can be switched off)")
+    perf.add_argument(
+        "--bounds",
+        choices=["linear", "interval", "lp"],
+        default="linear",
+        help="bound propagation before modelling (default: linear)",
+    )
+    split = perf.add_mutually_exclusive_group()
+    split.add_argument(
+        "--split",
+        dest="split",
+        action="store_const",
+        const=True,
+        default="auto",
+        help="always split the domain (boxes and l-inf balls)",
+    )
+    split.add_argument(
+        "--no-split",
+        dest="split",
+        action="store_const",
+        const=False,
+        help="never split the domain (default: split boxes of <= 4 inputs)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -344,6 +367,8 @@ def run_solve(args: argparse.Namespace) -> int:
         threads=args.threads,
         verbose=args.verbose,
         progress=say,
+        bounds=args.bounds,
+        split=args.split,
     )
     if args.json:
         out = result.to_dict()

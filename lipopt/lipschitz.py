@@ -30,6 +30,12 @@ from lipopt.verify import Dimension, check_region, is_differentiable_at
 FloatArray = NDArray[np.float64]
 
 
+#: ``split="auto"`` splits box domains of at most this many inputs (measured in
+#: benchmarks/speed.py: in 2-D halving a box quickly stabilises neurons; in 10-D and up
+#: bisection alone prunes nothing and the MIP on the whole domain is faster)
+AUTO_SPLIT_MAX_DIM = 4
+
+
 class LipschitzError(ValueError):
     """A request that cannot be answered as asked (bad ``c``, wrong mode, ...)."""
 
@@ -149,7 +155,7 @@ def build_model(
     *,
     output_norm: OutputNorm | str | None = None,
     relax: bool = False,
-    bounds: str = "interval",
+    bounds: str = "linear",
 ) -> LipschitzModel:
     """Build (without solving) the Pyomo model that :func:`lipschitz` would solve."""
     check_dimension(domain, network.input_dim)
@@ -245,11 +251,11 @@ def lipschitz(
     gap: float | None = None,
     threads: int | None = None,
     verbose: bool = False,
-    bounds: str = "interval",
+    bounds: str = "linear",
     max_refinements: int = 10,
     random_seed: int = 0,
     progress: Callable[[str], None] | None = None,
-    split: bool | SplitOptions = False,
+    split: bool | str | SplitOptions = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -266,12 +272,15 @@ def lipschitz(
         gap: stop at this relative gap (e.g. 0.05); the answer is then bracketed.
         threads: solver threads.
         verbose: show the solver's log.
-        bounds: bound propagation method (``"interval"``).
+        bounds: bound propagation: ``"linear"`` (CROWN-style, the default), ``"interval"``,
+            or ``"lp"`` (LP tightening of unstable neurons).
         max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
         random_seed: for the random fallback witness search.
         progress: called with a short message at each stage (the CLI prints them).
         split: branch and bound on the input domain (boxes and ℓ∞ balls, exact mode): True
-            or :class:`~lipopt.split.SplitOptions`; each part is solved by the MIP.
+            or :class:`~lipopt.split.SplitOptions`; each part is solved by the MIP. ``"auto"``
+            (the default) splits boxes of at most ``AUTO_SPLIT_MAX_DIM`` inputs, where halving
+            the domain removes unstable neurons fast; False never splits.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -284,6 +293,10 @@ def lipschitz(
     seed = resolve_seed(network, c, output_norm)
     adapter = get(solver)
     timings: dict[str, float] = {}
+    if split == "auto":
+        split = network.input_dim <= AUTO_SPLIT_MAX_DIM
+    elif isinstance(split, str):
+        raise LipschitzError(f"split must be True, False, 'auto' or SplitOptions, got {split!r}")
     if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
         return _split_lipschitz(
             network,
@@ -463,12 +476,11 @@ def _split_lipschitz(
     stats.update(
         parts=outcome.parts_made, parts_solved=len(solved), parts_pruned=outcome.parts_pruned
     )
-    best = outcome.best
+    region = check_region(network, network.activation_pattern(outcome.witness), box)
     exact = bool(
         outcome.complete
-        and best is not None
-        and best.exact_certified
-        and abs(best.lower - outcome.upper) <= 1e-6 * max(1.0, abs(outcome.upper))
+        and region.dimension is Dimension.FULL
+        and abs(outcome.lower - outcome.upper) <= 1e-6 * max(1.0, abs(outcome.upper))
     )
     status = (
         ("gap_limit" if solve_options.get("gap") else "optimal")

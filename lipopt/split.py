@@ -139,7 +139,7 @@ def branch_and_bound(
     norm: InputNorm,
     solve_options: dict[str, Any],
     options: SplitOptions = SplitOptions(),
-    bounds_method: str = "interval",
+    bounds_method: str = "linear",
     deadline: float | None = None,
     progress: Callable[[str], None] | None = None,
     rng: np.random.Generator | None = None,

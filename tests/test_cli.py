@@ -237,3 +237,14 @@ def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
     )
     data = json.loads(out)
     assert data["status"] == "relaxation" and data["binaries"] == 0 and data["relaxed_binaries"] > 0
+
+
+@pytest.mark.parametrize(
+    "levers", [["--bounds", "interval", "--no-split"], ["--bounds", "lp", "--split"]]
+)
+def test_cli_speed_levers_keep_the_value(one_output_model, capsys, levers):
+    path, _ = one_output_model
+    _, base, _ = _run(capsys, "solve", path, "--box", "0,1", "--json")
+    code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--json", *levers)
+    assert code == 0
+    assert json.loads(out)["value"] == pytest.approx(json.loads(base)["value"], rel=1e-6)

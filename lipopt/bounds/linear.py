@@ -1,0 +1,379 @@
+"""Linear (CROWN / DeepPoly-style) bounds, forward and backward.
+
+Notation: affine layers ``A_0 .. A_K`` (``A_k = (W_k, b_k)``), hidden layers ``k = 0 .. K-1``,
+
+    z_0 = W_0 x + b_0,  h_k = relu(z_k),  z_{k+1} = W_{k+1} h_k + b_{k+1},  f = W_K h_{K-1} + b_K,
+
+and the backward pass ``y_{K-1} = W_K^T w``, ``s_k = a_k ⊙ y_k``, ``y_{k-1} = W_k^T s_k`` with
+``y_{-1} = ∇f`` (``w = c`` or ``w`` in the output norm's dual ball ``B``).
+
+**Forward.** Given bounds ``l_j <= z_j <= u_j`` of the earlier layers, every ``h_j`` is sandwiched
+between two linear functions of ``z_j``:
+
+* active (``l >= 0``): ``h = z``; inactive (``u <= 0``): ``h = 0``;
+* unstable (``l < 0 < u``): ``α z <= h <= λ (z - l)`` with ``λ = u / (u - l)`` (the chord of relu
+  over ``[l, u]``, valid because relu is convex) and ``α ∈ {0, 1}`` (both lines lie below relu);
+  CROWN's adaptive choice ``α = 1`` iff ``u >= -l`` minimises the area of the relaxation.
+
+To bound ``z_k = Λ h_{k-1} + c`` with ``Λ = W_k, c = b_k`` from above, replace ``h_j`` by its upper
+line where ``Λ`` is positive and by its lower line where ``Λ`` is negative (each term only grows),
+then substitute ``h_j``'s argument ``z_j = W_j h_{j-1} + b_j`` exactly; at ``j = 0`` this leaves
+an affine function ``Λ x + c`` of the input, whose maximum over the domain is exact:
+
+* box with centre ``m`` and radius ``r``:  ``Λ m + |Λ| r + c``;
+* ℓ1 ball of radius ``ρ`` around ``x0``:  ``Λ x0 + ρ max_j |Λ_ij| + c`` (a vertex ``x0 ± ρ e_j``).
+
+The lower bound is symmetric (lower line where ``Λ`` is positive, upper line where negative, and
+the minimum over the domain). The result is intersected with the interval step from the
+already-tightened previous layer, so by induction every bound is at least as tight as
+:func:`lipopt.bounds.interval.forward_interval`'s.
+
+**Backward.** For a neuron with state fixed by the forward bounds the switch is exact
+(``s = y`` active, ``s = 0`` inactive). For an unstable neuron the binary ``a`` is free, so
+``s ∈ {0, y}`` and, for ``y ∈ [ly, uy]``,
+
+    min(y, 0) <= s <= max(y, 0).
+
+``max(y, 0)`` is convex, so on ``[ly, uy]`` it lies below its chord; ``min(y, 0)`` is concave, so it
+lies above its chord. Hence (``ly < 0 < uy``)
+
+    -ly/(uy - ly) · (y - uy)  <=  s  <=  uy/(uy - ly) · (y - ly),
+
+while ``ly >= 0`` gives ``0 <= s <= y`` and ``uy <= 0`` gives ``y <= s <= 0``. These hold for every
+value of the binary, in particular for every activation pattern the MIP may choose. Bounding
+``y_{k-1} = W_k^T s_k`` then back-substitutes exactly as in the forward pass — relax ``s_j`` into an
+affine function of ``y_j``, substitute ``y_j = W_{j+1}^T s_{j+1}`` exactly, up to
+``y_{K-1} = W_K^T w`` — and ends with an affine function ``Λ w + c`` maximised exactly over the
+seed set: the number ``Λ c`` for a fixed ``c``, or the support function of the dual ball
+(:meth:`lipopt.norms.OutputNorm.seed_bounds`). Where the interval pass treats the switches as
+independent (a sum of intervals), the back-substitution keeps their shared dependence on the
+upper layers (an interval of a sum); it is again intersected with the interval step from the
+tightened layer above, so it is never looser than :func:`lipopt.bounds.interval.backward_interval`.
+
+**Rounding.** Each linear bound (before the intersection) is widened outward by ``1e-12`` times the
+magnitude of the terms it sums plus ``1e-10 (1 + |bound|)`` (the interval pass's own outward
+rounding), so that floating-point error in the back-substitution can neither make a neuron look
+stable when it is not nor hand the solver a range a few ulps too tight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.interval import (
+    NetworkBounds,
+    NeuronState,
+    Seed,
+    _affine_interval,
+    _switch,
+    backward_interval,
+    classify,
+    first_layer_bounds,
+    forward_interval,
+    interval_bounds,
+    seed_bounds,
+)
+from lipopt.domain import Box, Domain, L1Ball, LinfBall
+from lipopt.network import Network
+from lipopt.norms import OutputNorm
+
+FloatArray = NDArray[np.float64]
+
+#: outward widening of every linear bound, relative to the magnitude of the terms it sums
+ROUNDING = 1e-12
+#: and relative to the bound itself, ``OUTWARD (1 + |bound|)`` (as the interval pass does)
+OUTWARD = 1e-10
+
+
+def _outward(bound: FloatArray, magnitude: FloatArray) -> FloatArray:
+    """An upper bound pushed up by the rounding allowance."""
+    return bound + ROUNDING * magnitude + OUTWARD * (1.0 + np.abs(bound))
+
+
+# ---------------------------------------------------------------------------- relaxations
+def relu_relaxation(
+    lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Lines ``α z <= relu(z) <= λ z + μ`` valid on ``[l, u]``; returns ``(λ, μ, α)``.
+
+    Active: ``λ = α = 1, μ = 0``; inactive: all zero; unstable: ``λ = u/(u-l)``, ``μ = -λ l`` and
+    ``α = 1`` if ``u >= -l`` else ``0`` (CROWN).
+    """
+    state = classify(lower, upper)
+    unstable = state == NeuronState.UNSTABLE
+    active = (state == NeuronState.ACTIVE).astype(np.float64)
+    width = np.where(unstable, upper - lower, 1.0)
+    chord = np.where(unstable, upper / width, 0.0)
+    up_slope = active + chord
+    up_shift = np.where(unstable, -chord * lower, 0.0)
+    low_slope = active + np.where(unstable & (upper >= -lower), 1.0, 0.0)
+    return up_slope, up_shift, low_slope
+
+
+def switch_relaxation(
+    state: NDArray[np.int8], lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Lines ``α y + β <= s <= λ y + μ`` for ``s = a y`` with ``y ∈ [ly, uy]``.
+
+    Returns ``(λ, μ, α, β)``.
+
+    Active ``s = y``; inactive ``s = 0``; unstable (``a ∈ {0, 1}`` free): the chords of
+    ``max(y, 0)`` (above) and ``min(y, 0)`` (below) over ``[ly, uy]``.
+    """
+    unstable = state == NeuronState.UNSTABLE
+    active = (state == NeuronState.ACTIVE).astype(np.float64)
+    straddle = unstable & (lower < 0) & (upper > 0)
+    positive = unstable & (lower >= 0)  # 0 <= s <= y
+    negative = unstable & (upper <= 0) & ~positive  # y <= s <= 0
+    width = np.where(straddle, upper - lower, 1.0)
+    up_chord = np.where(straddle, upper / width, 0.0)
+    low_chord = np.where(straddle, -lower / width, 0.0)
+    up_slope = active + positive + up_chord
+    up_shift = -up_chord * np.where(straddle, lower, 0.0)
+    low_slope = active + negative + low_chord
+    low_shift = -low_chord * np.where(straddle, upper, 0.0)
+    return up_slope, up_shift, low_slope, low_shift
+
+
+def _relax_upper(
+    coeffs: FloatArray,
+    up: tuple[FloatArray, FloatArray],
+    low: tuple[FloatArray, FloatArray],
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Upper bound of ``Λ v`` given ``α v' + β <= v <= λ v' + μ`` elementwise.
+
+    Returns ``(Λ', shift, magnitude)`` with ``Λ v <= Λ' v' + shift``: positive coefficients take the
+    upper line, negative ones the lower line; ``magnitude`` sums the absolute shift terms.
+    """
+    pos = np.maximum(coeffs, 0.0)
+    neg = np.minimum(coeffs, 0.0)
+    new = pos * up[0] + neg * low[0]
+    shift_terms = (pos @ up[1], neg @ low[1])
+    magnitude = np.abs(pos) @ np.abs(up[1]) + np.abs(neg) @ np.abs(low[1])
+    return new, shift_terms[0] + shift_terms[1], magnitude
+
+
+# ---------------------------------------------------------------------------- concretisation
+def _box_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
+    lower, upper = domain.bounding_box()
+    centre = (lower + upper) / 2.0
+    radius = (upper - lower) / 2.0
+    mid = coeffs @ centre
+    spread = np.abs(coeffs) @ radius
+    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(centre) + spread
+
+
+def _l1_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
+    assert isinstance(domain, L1Ball)
+    mid = coeffs @ domain.center
+    spread = domain.radius * np.max(np.abs(coeffs), axis=1)
+    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
+
+
+#: exact range of ``Λ x`` (row by row) over each kind of domain, and the magnitude of its terms
+RangeRule = Callable[[FloatArray, Domain], tuple[FloatArray, FloatArray, FloatArray]]
+DOMAIN_RANGES: dict[type, RangeRule] = {
+    Box: _box_range,
+    LinfBall: _box_range,
+    L1Ball: _l1_range,
+}
+
+
+def _seed_range(coeffs: FloatArray, seed: Seed) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Exact range of ``Λ w`` over the seed set: ``{c}`` or the dual ball of an output norm."""
+    if isinstance(seed, OutputNorm):
+        lo, hi = seed.seed_bounds(coeffs.T)
+        return lo, hi, np.maximum(np.abs(lo), np.abs(hi))
+    vec = np.asarray(seed, dtype=np.float64)
+    value = coeffs @ vec
+    return value, value.copy(), np.abs(coeffs) @ np.abs(vec)
+
+
+def intersect(
+    first: tuple[FloatArray, FloatArray], second: tuple[FloatArray, FloatArray]
+) -> tuple[FloatArray, FloatArray]:
+    """Elementwise intersection of two sound ranges (still sound)."""
+    lo = np.maximum(first[0], second[0])
+    hi = np.minimum(first[1], second[1])
+    return lo, np.maximum(hi, lo)  # guard against crossing by rounding
+
+
+# ---------------------------------------------------------------------------- forward
+def _forward_layer(
+    network: Network,
+    domain: Domain,
+    k: int,
+    relaxations: Sequence[tuple[FloatArray, FloatArray, FloatArray]],
+) -> tuple[FloatArray, FloatArray]:
+    """Linear bounds on ``z_k`` (hidden layer ``k >= 1``) by back-substitution to the input."""
+    affines = network.affine_layers
+    weight, bias = affines[k].weight, affines[k].bias
+    bounds: list[FloatArray] = []
+    for sign in (1.0, -1.0):  # upper bound of  sign · z_k;  the lower bound is -(upper of -z_k)
+        coeffs = sign * weight
+        shift = sign * bias
+        magnitude = np.abs(bias).copy()
+        for j in range(k - 1, -1, -1):
+            up_slope, up_shift, low_slope = relaxations[j]
+            coeffs, extra, size = _relax_upper(
+                coeffs, (up_slope, up_shift), (low_slope, np.zeros_like(low_slope))
+            )
+            shift = shift + extra
+            magnitude = magnitude + size
+            inner = affines[j]
+            shift = shift + coeffs @ inner.bias
+            magnitude = magnitude + np.abs(coeffs) @ np.abs(inner.bias)
+            coeffs = coeffs @ inner.weight
+        _, hi, size = DOMAIN_RANGES[type(domain)](coeffs, domain)
+        bound = hi + shift
+        bounds.append(_outward(bound, magnitude + size))
+    return -bounds[1], bounds[0]
+
+
+def linear_layer(
+    network: Network,
+    domain: Domain,
+    k: int,
+    lowers: Sequence[FloatArray],
+    uppers: Sequence[FloatArray],
+) -> tuple[FloatArray, FloatArray]:
+    """Bounds on ``z_k`` (hidden layer ``k >= 1``) from bounds on ``z_0 .. z_{k-1}``.
+
+    The intersection of the back-substituted linear bound (relaxations built from
+    ``lowers[:k]``, ``uppers[:k]``) and the interval step from ``[l_{k-1}, u_{k-1}]``.
+    """
+    affine = network.affine_layers[k]
+    step = _affine_interval(
+        affine.weight, affine.bias, np.maximum(lowers[k - 1], 0.0), np.maximum(uppers[k - 1], 0.0)
+    )
+    relaxations = [relu_relaxation(lo, hi) for lo, hi in zip(lowers[:k], uppers[:k], strict=True)]
+    return intersect(step, _forward_layer(network, domain, k, relaxations))
+
+
+def forward_linear(
+    network: Network,
+    domain: Domain,
+    reference: tuple[Sequence[FloatArray], Sequence[FloatArray]] | None = None,
+) -> tuple[list[FloatArray], list[FloatArray]]:
+    """Linear bounds on the pre-activations ``z`` of every hidden layer, first layer first.
+
+    The first layer's range is exact (:func:`first_layer_bounds`); every later layer takes
+    :func:`linear_layer` from the tightened layers before it, intersected with the
+    ``reference`` bounds (by default :func:`forward_interval`'s), so that no bound is looser
+    than the reference, not even by a rounding error.
+    """
+    affines = network.affine_layers
+    lowers: list[FloatArray] = []
+    uppers: list[FloatArray] = []
+    if len(affines) == 1:
+        return lowers, uppers
+    plain = forward_interval(network, domain) if reference is None else reference
+    lo, hi = first_layer_bounds(affines[0].weight, affines[0].bias, domain)
+    lowers.append(lo)
+    uppers.append(hi)
+    for k in range(1, len(affines) - 1):
+        lo, hi = intersect(
+            linear_layer(network, domain, k, lowers, uppers), (plain[0][k], plain[1][k])
+        )
+        lowers.append(lo)
+        uppers.append(hi)
+    return lowers, uppers
+
+
+# ---------------------------------------------------------------------------- backward
+def _backward_layer(
+    network: Network,
+    seed: Seed,
+    k: int,
+    relaxations: dict[int, tuple[FloatArray, FloatArray, FloatArray, FloatArray]],
+) -> tuple[FloatArray, FloatArray]:
+    """Linear bounds on ``y_{k-1} = W_k^T s_k`` (``y_{-1} = ∇f``) by back-substitution to ``w``.
+
+    ``relaxations[j]`` holds the switch lines of hidden layer ``j`` for ``j = k .. K-1``.
+    """
+    affines = network.affine_layers
+    top = len(affines) - 1
+    bounds: list[FloatArray] = []
+    for sign in (1.0, -1.0):
+        coeffs = sign * affines[k].weight.T
+        shift = np.zeros(coeffs.shape[0])
+        magnitude = np.zeros(coeffs.shape[0])
+        for j in range(k, top):
+            up_slope, up_shift, low_slope, low_shift = relaxations[j]
+            coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
+            shift = shift + extra
+            magnitude = magnitude + size
+            coeffs = coeffs @ affines[j + 1].weight.T
+        _, hi, size = _seed_range(coeffs, seed)
+        bounds.append(_outward(hi + shift, magnitude + size))
+    return -bounds[1], bounds[0]
+
+
+def backward_linear(
+    network: Network,
+    states: Sequence[NDArray[np.int8]],
+    seed: Seed,
+    reference: NetworkBounds | None = None,
+) -> tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]:
+    """Bounds on the backward pass: per hidden layer ``y_k`` (first layer first), then ``∇f``.
+
+    ``y_{K-1} = W_K^T w`` is exact (:func:`seed_bounds`); every lower layer intersects the
+    back-substituted linear bound, the interval step from the tightened layer above and the
+    ``reference`` bounds (by default :func:`backward_interval` with the same states; any sound
+    bounds for the same seed will do, e.g. the interval method's own).
+    """
+    affines = network.affine_layers
+    top = len(affines) - 1
+    y_lo, y_hi = seed_bounds(network, seed)
+    if reference is None:
+        ref_lo, ref_hi, ref_in_lo, ref_in_hi = backward_interval(network, list(states), y_lo, y_hi)
+    else:
+        ref_lo, ref_hi = list(reference.grad_lower), list(reference.grad_upper)
+        ref_in_lo, ref_in_hi = reference.input_grad_lower, reference.input_grad_upper
+    plain_lo = [*ref_lo, ref_in_lo]  # index k - 1 = -1 is the input gradient
+    plain_hi = [*ref_hi, ref_in_hi]
+    grad_lo: list[FloatArray] = []
+    grad_hi: list[FloatArray] = []
+    relaxations: dict[int, tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = {}
+    for k in range(top - 1, -1, -1):
+        grad_lo.append(y_lo)
+        grad_hi.append(y_hi)
+        state = states[k]
+        relaxations[k] = switch_relaxation(state, y_lo, y_hi)
+        s_lo, s_hi = _switch(state, y_lo, y_hi)
+        step = _affine_interval(affines[k].weight.T, np.zeros(affines[k].in_features), s_lo, s_hi)
+        step = intersect(step, (plain_lo[k - 1], plain_hi[k - 1]))
+        y_lo, y_hi = intersect(step, _backward_layer(network, seed, k, relaxations))
+    grad_lo.reverse()
+    grad_hi.reverse()
+    return grad_lo, grad_hi, y_lo, y_hi
+
+
+def linear_bounds(network: Network, domain: Domain, seed: Seed) -> NetworkBounds:
+    """Linear forward and backward bounds, elementwise inside :func:`interval_bounds`'s."""
+    plain = interval_bounds(network, domain, seed)
+    pre_lower, pre_upper = forward_linear(network, domain, (plain.pre_lower, plain.pre_upper))
+    states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper, strict=True)]
+    grad_lo, grad_hi, in_lo, in_hi = backward_linear(network, states, seed, plain)
+    return NetworkBounds(
+        pre_lower=tuple(pre_lower),
+        pre_upper=tuple(pre_upper),
+        grad_lower=tuple(grad_lo),
+        grad_upper=tuple(grad_hi),
+        input_grad_lower=in_lo,
+        input_grad_upper=in_hi,
+        method="linear",
+    )
+
+
+__all__ = [
+    "backward_linear",
+    "linear_layer",
+    "forward_linear",
+    "linear_bounds",
+    "relu_relaxation",
+    "switch_relaxation",
+]
