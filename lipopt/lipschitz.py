@@ -482,11 +482,8 @@ def _split_lipschitz(
         and region.dimension is Dimension.FULL
         and abs(outcome.lower - outcome.upper) <= 1e-6 * max(1.0, abs(outcome.upper))
     )
-    status = (
-        ("gap_limit" if solve_options.get("gap") else "optimal")
-        if outcome.complete
-        else "time_limit"
-    )
+    gap_open = any(r.status == "gap_limit" for r in solved)
+    status = ("gap_limit" if gap_open else "optimal") if outcome.complete else "time_limit"
     return LipschitzResult(
         value=outcome.upper,
         lower=outcome.lower,

@@ -217,7 +217,8 @@ def branch_and_bound(
     unsolved = [p.upper for p in heap if not prunable(p)]
     solved_upper = [r.upper for r in solved]
     upper = max([best_lower, *solved_upper, *unsolved])
-    complete = not unsolved and all(r.status == "optimal" for r in solved)
+    # a part stopped at a requested gap is finished: its [lower, upper] bracket meets the gap
+    complete = not unsolved and all(r.status in ("optimal", "gap_limit") for r in solved)
     best = max(solved, key=lambda r: r.lower if r.lower is not None else -np.inf, default=None)
     return SplitOutcome(
         upper=float(upper),
