@@ -1,0 +1,216 @@
+"""Speed benchmark (issue 5): plain configuration vs the tuned default, against the reference.
+
+    python benchmarks/speed.py                   # every case, 2 seeds, 300 s limit per solve
+    python benchmarks/speed.py --quick           # two small cases, 1 seed, 60 s limit
+
+Networks follow the reference recipe: He-normal weights, N(0, 0.5²) biases, own seeds. Domains:
+``unit`` = [0,1]^d, ``ball`` = ℓ∞ ball of radius 0.1 around a uniform random centre. Each case is
+solved exactly twice in one run, in a fresh process each (so peak memory is per case):
+
+- plain: interval bounds, no domain splitting (``bounds="interval", split=False``);
+- tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below).
+
+Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import multiprocessing as mp
+import os
+import platform
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# Reference: the original LipMIP code with Gurobi 13, one thread (issue 5); None = timed out at 300
+REFERENCE: dict[tuple[str, str], tuple[float | None, float | None]] = {
+    ("16,16,16,2", "unit"): (174.0, 7.1),
+    ("16,16,16,2", "ball"): (3.2, 0.9),
+    ("10,20,20,1", "unit"): (174.0, 64.0),
+    ("10,20,20,1", "ball"): (4.0, 0.7),
+    ("10,20,30,20,2", "unit"): (None, None),
+    ("10,20,30,20,2", "ball"): (12.3, 7.4),
+    ("64,20,20,2", "unit"): (None, 153.0),
+    ("64,20,20,2", "ball"): (32.0, 7.4),
+    ("2,20,40,20,2", "unit"): (17.5, 24.9),
+}
+QUICK = [("16,16,16,2", "ball"), ("10,20,20,1", "ball")]
+
+PLAIN: dict[str, Any] = {"bounds": "interval", "split": False}
+TUNED: dict[str, Any] = {}  # lipopt.lipschitz's own defaults
+
+
+@dataclass
+class Row:
+    widths: str
+    domain: str
+    seed: int
+    norm: str
+    config: str
+    value: float
+    lower: float
+    status: str
+    unstable: int
+    binaries: int
+    bounds_s: float
+    build_s: float
+    solve_s: float
+    total_s: float
+    peak_mb: float
+
+
+def make_case(widths: str, domain: str, seed: int) -> tuple[Any, Any, Any]:
+    import lipopt
+
+    sizes = [int(w) for w in widths.split(",")]
+    rng = np.random.default_rng(1000 + seed)
+    layers: list[Any] = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+        weight = rng.normal(size=(fan_out, fan_in)) * np.sqrt(2.0 / fan_in)
+        layers.append(lipopt.Affine(weight, rng.normal(size=fan_out) * 0.5))
+        if i < len(sizes) - 2:
+            layers.append(lipopt.ReLU())
+    net = lipopt.Network.from_layers(layers)
+    d = sizes[0]
+    region = (
+        lipopt.Box(np.zeros(d), np.ones(d))
+        if domain == "unit"
+        else lipopt.LinfBall(rng.uniform(size=d), 0.1)
+    )
+    c = [1.0, -1.0] if sizes[-1] == 2 else None
+    return net, region, c
+
+
+def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
+    widths, domain, seed, norm, config, time_limit = args
+    import lipopt
+
+    net, region, c = make_case(widths, domain, seed)
+    options = PLAIN if config == "plain" else TUNED
+    start = time.perf_counter()
+    res = lipopt.lipschitz(net, region, norm, c=c, time_limit=time_limit, **options)
+    total = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = res.timings
+    queue.put(
+        Row(
+            widths,
+            domain,
+            seed,
+            norm,
+            config,
+            res.value,
+            res.lower or float("nan"),
+            res.status,
+            res.model_stats.get("unstable_neurons", 0),
+            res.model_stats.get("binaries", 0),
+            t.get("bounds", 0.0),
+            t.get("build", 0.0),
+            t.get("solve", 0.0),
+            total,
+            peak_mb,
+        )
+    )
+
+
+def run_one(args: tuple[str, str, int, str, str, float]) -> Row:
+    """One solve in a fresh process (peak memory is then this case's own)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_job, args=(args, queue))
+    proc.start()
+    row = queue.get()
+    proc.join()
+    return row
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> None:
+    lines = [
+        "# Speed: plain vs tuned (issue 5)",
+        "",
+        f"Command: `python benchmarks/speed.py {' '.join(argv)}`  ",
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; started {started}.  ",
+        "plain = interval bounds, no split; tuned = lipopt's default. Reference = original LipMIP "
+        "with Gurobi 13, one thread (issue 5; – = timed out at 300 s). Times in seconds.",
+        "",
+        "| network | domain | seed | norm | config | status | value | unstable | binaries "
+        "| bounds | "
+        "build | solve | total | tuned/plain | reference | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    index = {(r.widths, r.domain, r.seed, r.norm, r.config): r for r in rows}
+    ratios = []
+    for r in rows:
+        ref = REFERENCE.get((r.widths, r.domain), (None, None))[0 if r.norm == "linf" else 1]
+        ratio = ""
+        if r.config == "tuned":
+            plain = index.get((r.widths, r.domain, r.seed, r.norm, "plain"))
+            if plain is not None:
+                ratios.append((r.total_s, plain.total_s))
+                ratio = f"{r.total_s / plain.total_s:.2f}"
+        lines.append(
+            f"| [{r.widths}] | {r.domain} | {r.seed} | {r.norm} | {r.config} | {r.status} | "
+            f"{r.value:.6g} | {r.unstable} | {r.binaries} | {_fmt(r.bounds_s, 2)} | "
+            f"{_fmt(r.build_s, 2)} | {_fmt(r.solve_s)} | {_fmt(r.total_s)} | {ratio} | "
+            f"{_fmt(ref)} | {r.peak_mb:.0f} |"
+        )
+    if ratios:
+        tuned, plain = sum(t for t, _ in ratios), sum(p for _, p in ratios)
+        lines += [
+            "",
+            f"Overall: tuned {tuned:.1f} s, plain {plain:.1f} s, ratio {tuned / plain:.2f}.",
+        ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="two small cases, 1 seed, 60 s limit")
+    parser.add_argument("--seeds", type=int, default=2, help="networks per size (default 2)")
+    parser.add_argument("--time-limit", type=float, default=300.0, help="per solve (default 300)")
+    parser.add_argument("--cases", help="comma list of indices into the case list")
+    parser.add_argument("--configs", default="plain,tuned")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "speed.md")
+    args = parser.parse_args(argv)
+    cases = QUICK if args.quick else list(REFERENCE)
+    if args.cases:
+        cases = [cases[int(i)] for i in args.cases.split(",")]
+    seeds = 1 if args.quick else args.seeds
+    limit = 60.0 if args.quick else args.time_limit
+    started = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    rows: list[Row] = []
+    for widths, domain in cases:
+        for seed in range(seeds):
+            for norm in ("linf", "l1"):
+                for config in args.configs.split(","):
+                    row = run_one((widths, domain, seed, norm, config, limit))
+                    rows.append(row)
+                    print(
+                        f"[{widths}] {domain} seed {seed} {norm} {config}: {row.status} "
+                        f"{row.value:.6g} in {row.total_s:.1f} s",
+                        flush=True,
+                    )
+                    write_table(rows, args.out, sys.argv[1:] if argv is None else argv, started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
