@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from lipopt import Box, L1Ball, LinfBall, lipschitz
+from lipopt.norms import dual_norm
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
@@ -40,6 +41,9 @@ def test_lipschitz_equals_brute_force_scalar(case):
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     assert res.exact_certified
+    cvec = np.ones(1) if c is None else c
+    sampled = dual_norm(net.gradients(domain.sample(10_000, rng), cvec), norm)
+    assert sampled.max() <= res.value * (1 + 1e-9) and res.lower <= res.upper
 
 
 VECTOR_CASES = [
