@@ -92,8 +92,8 @@ class Box:
 
 
 @dataclass(frozen=True, eq=False)
-class LinfBall:
-    """The ℓ∞ ball ``{x : max_j |x_j - center_j| <= radius}``, a box."""
+class _Ball:
+    """A norm ball ``{x : ||x - center|| <= radius}``: validation and the shared geometry."""
 
     center: FloatArray
     radius: float
@@ -107,7 +107,13 @@ class LinfBall:
         return int(self.center.size)
 
     def bounding_box(self) -> tuple[FloatArray, FloatArray]:
+        """Both balls fit in ``center ± radius`` (the ℓ1 ball touches it at its vertices)."""
         return self.center - self.radius, self.center + self.radius
+
+
+@dataclass(frozen=True, eq=False)
+class LinfBall(_Ball):
+    """The ℓ∞ ball ``{x : max_j |x_j - center_j| <= radius}``, a box."""
 
     def as_box(self) -> Box:
         lower, upper = self.bounding_box()
@@ -125,22 +131,8 @@ class LinfBall:
 
 
 @dataclass(frozen=True, eq=False)
-class L1Ball:
+class L1Ball(_Ball):
     """The ℓ1 ball ``{x : sum_j |x_j - center_j| <= radius}``."""
-
-    center: FloatArray
-    radius: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "center", _vector(self.center, "ball center"))
-        object.__setattr__(self, "radius", _radius(self.radius))
-
-    @property
-    def dim(self) -> int:
-        return int(self.center.size)
-
-    def bounding_box(self) -> tuple[FloatArray, FloatArray]:
-        return self.center - self.radius, self.center + self.radius
 
     def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
         arr = np.asarray(x, dtype=np.float64)

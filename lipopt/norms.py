@@ -9,9 +9,23 @@ For a scalar function the local Lipschitz constant w.r.t. the input norm ``α`` 
 from __future__ import annotations
 
 from enum import Enum
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+NormT = TypeVar("NormT", bound=Enum)
+
+
+def _parse(cls: type[NormT], value: object, what: str) -> NormT:
+    """``cls`` member named by ``value`` (case-insensitive), or a ValueError listing the names."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(str(value).lower())
+    except ValueError:
+        names = ", ".join(str(m.value) for m in cls)
+        raise ValueError(f"unknown {what} {value!r}; choose one of: {names}") from None
 
 
 class InputNorm(str, Enum):
@@ -22,13 +36,7 @@ class InputNorm(str, Enum):
 
     @classmethod
     def parse(cls, value: str | InputNorm) -> InputNorm:
-        if isinstance(value, InputNorm):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            names = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown input norm {value!r}; choose one of: {names}") from None
+        return _parse(cls, value, "input norm")
 
     @property
     def dual_order(self) -> float:
@@ -64,13 +72,7 @@ class OutputNorm(str, Enum):
 
     @classmethod
     def parse(cls, value: str | OutputNorm) -> OutputNorm:
-        if isinstance(value, OutputNorm):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            names = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown output norm {value!r}; choose one of: {names}") from None
+        return _parse(cls, value, "output norm")
 
     def check_outputs(self, m: int) -> None:
         if self is OutputNorm.ABS and m != 1:
