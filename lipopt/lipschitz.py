@@ -524,7 +524,10 @@ def _raise_on_failure(result: SolveResult) -> None:
             "numerical trouble in the solver (try another solver or rescale the network)"
         )
     if result.termination is Termination.ERROR:
-        raise SolverError("the solver stopped with an error; no answer is reported")
+        raise SolverError(
+            f"{result.solver or 'the solver'} stopped with an error; no answer is reported "
+            "(rerun with --verbose for its log)"
+        )
 
 
 def _stats(lip: LipschitzModel) -> dict[str, int]:

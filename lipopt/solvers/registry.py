@@ -1,4 +1,4 @@
-"""Solver adapters by name; availability is checked when asked, not at import."""
+"""Solver adapters by name; availability is checked when asked, never at import."""
 
 from __future__ import annotations
 
@@ -6,30 +6,63 @@ from collections.abc import Callable
 
 from lipopt.solvers.base import Solver, SolverError
 
+
 def _highs() -> Solver:
     from lipopt.solvers.highs import HighsSolver
 
     return HighsSolver()
 
 
+def _cbc() -> Solver:
+    from lipopt.solvers.cbc import CbcSolver
+
+    return CbcSolver()
+
+
+def _gurobi() -> Solver:
+    from lipopt.solvers.gurobi import GurobiSolver
+
+    return GurobiSolver()
+
+
+#: name -> adapter factory (the factory imports the adapter's module; nothing is probed)
 ADAPTERS: dict[str, Callable[[], Solver]] = {
     "highs": _highs,
+    "cbc": _cbc,
+    "gurobi": _gurobi,
+}
+
+#: name -> how to install the solver
+INSTALL_HINTS: dict[str, str] = {
+    "highs": "pip install highspy  (a dependency of lipopt)",
+    "cbc": 'pip install "lipopt[cbc]"  (the cbcbox wheel ships the CBC binary)',
+    "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',
 }
 
 
 def get(name: str) -> Solver:
-    """The adapter called ``name``; :class:`SolverError` names the usable ones if it is unknown
-    or not installed."""
-    key = name.lower()
+    """The adapter called ``name`` (case-insensitive).
+
+    Raises:
+        SolverError: one line naming the usable solvers, and how to install ``name`` if it is
+            known but not usable here.
+    """
+    key = name.strip().lower()
     if key not in ADAPTERS:
-        raise SolverError(f"unknown solver {name!r}; known solvers: {', '.join(sorted(ADAPTERS))}")
+        usable = ", ".join(available()) or "none"
+        raise SolverError(
+            f"unknown solver {name!r}; known solvers: {', '.join(ADAPTERS)} (usable here: {usable})"
+        )
     solver = ADAPTERS[key]()
     if not solver.available():
         usable = ", ".join(available()) or "none"
-        raise SolverError(f"solver {name!r} is not installed or not usable here (usable: {usable})")
+        raise SolverError(
+            f"solver {key!r} is not installed or not usable here (usable: {usable}); "
+            f"to install it: {INSTALL_HINTS[key]}"
+        )
     return solver
 
 
 def available() -> list[str]:
-    """Names of the adapters usable on this machine."""
+    """Names of the adapters usable on this machine, in preference order."""
     return [name for name, make in ADAPTERS.items() if make().available()]

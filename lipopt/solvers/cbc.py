@@ -1,0 +1,361 @@
+"""CBC (COIN-OR Branch and Cut) through Pyomo's classic shell interface.
+
+The binary comes from the ``cbcbox`` wheel (``pip install "lipopt[cbc]"``: a CBC build shipped on
+PyPI, so pip alone installs it), else a ``cbc`` on ``PATH``. Pyomo writes the model as an LP file
+with symbolic names, runs ``cbc`` and reads its solution file. Pyomo's parsing of CBC's *log* does
+not know the log format of recent CBC builds (it misreads the sense and drops the bound), so why
+CBC stopped, its best bound and its node count are read here from the ``Result - ...`` summary that
+CBC prints at the end of every MIP run.
+
+Facts the adapter relies on:
+
+- ``ratioGap``/``allowableGap`` only *stop* the search (``Result - Optimal solution found (within
+  gap tolerance)``), when ``bound - incumbent <= allowableGap`` or
+  ``(bound - incumbent) / max(|bound|, |incumbent|) <= ratioGap``; then
+  ``bound <= max(incumbent + allowableGap, incumbent / (1 - ratioGap))`` (positive incumbent).
+  They do not prune nodes (a ``--gap 0.05`` run that ends "Optimal solution found" explores the
+  very nodes of the exact run), so "Optimal solution found" is a full proof, to ``increment``.
+- The summary prints the bound with 6 significant digits (``%g``); it is rounded *up* here by
+  half a unit in the last place (``5e-6`` relative) so the reported bound stays a proven bound.
+- CBC prunes nodes that cannot improve the incumbent by more than ``increment`` (default 1e-4 in
+  this build, absolute); it is set to the requested absolute gap (1e-9 by default).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyomo.environ as pe
+
+from lipopt.solvers.base import (
+    EXACT_GAP,
+    SolveOptions,
+    SolverError,
+    SolveResult,
+    Termination,
+    constant_objective_result,
+)
+
+#: the ``Result - ...`` line of CBC's MIP summary -> why it stopped
+STATUS_MAP: dict[str, Termination] = {
+    "Optimal solution found": Termination.OPTIMAL,
+    "Optimal solution found (within gap tolerance)": Termination.GAP_LIMIT,
+    "Stopped on time limit": Termination.TIME_LIMIT,
+    "Stopped on iterations limit": Termination.TIME_LIMIT,
+    "Stopped on node limit": Termination.TIME_LIMIT,
+    "Stopped on solution limit": Termination.INTERRUPTED,
+    "Stopped on user ctrl-c": Termination.INTERRUPTED,
+    "Stopped on ctrl-c": Termination.INTERRUPTED,
+    "User ctrl-c": Termination.INTERRUPTED,
+    "Linear relaxation infeasible": Termination.INFEASIBLE,
+    "Problem proven infeasible": Termination.INFEASIBLE,
+    "Linear relaxation unbounded": Termination.ERROR,
+    "Run abandoned": Termination.ERROR,
+    "Stopped on difficulties": Termination.ERROR,
+}
+
+#: relative rounding of CBC's ``%g`` (6 significant digits) numbers: half a unit in the last place
+PRINT_ROUNDING = 5e-6
+
+#: CBC's stand-in for "no solution" (it prints 1e+50 as the objective)
+NO_SOLUTION = 1e40
+
+#: solver options always set (the caller's ``options.options`` override them)
+DEFAULT_OPTIONS: dict[str, Any] = {"integerTolerance": 1e-9, "primalTolerance": 1e-9}
+
+_RESULT = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
+_UPPER = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
+_NODES = re.compile(r"^Enumerated nodes:\s+(\d+)", re.MULTILINE)
+_OBJECTIVE = re.compile(r"^Objective value:\s+(\S+)", re.MULTILINE)
+_NONE = re.compile(r"^No feasible solution found", re.MULTILINE)
+_REJECTED = re.compile(r"^Unrecognized parameter - .*$", re.MULTILINE)
+_VERSION = re.compile(r"^CBC\s+(?:version\s+)?(\S+)(?:\s+\((\S+?)\))?", re.MULTILINE)
+
+
+def executable() -> str | None:
+    """Path of the ``cbc`` binary: the ``cbcbox`` wheel's, else one on ``PATH``, else None."""
+    try:
+        import cbcbox  # type: ignore[import-untyped]
+
+        path = cbcbox.cbc_bin_path()
+        if path and os.access(path, os.X_OK):
+            return str(path)
+    except (ImportError, OSError, RuntimeError):
+        pass
+    return shutil.which("cbc")
+
+
+@functools.lru_cache(maxsize=8)
+def _banner(path: str) -> str | None:
+    """What ``cbc -stop`` prints (its version line), or None if it does not run as CBC."""
+    try:
+        run = subprocess.run(
+            [path, "-stop"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = run.stdout + run.stderr
+    return text if "cbc" in text.lower() else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What CBC's end-of-MIP summary says (every field None/False when the log has none).
+
+    Attributes:
+        result: the text after ``Result - `` (a key of :data:`STATUS_MAP`).
+        has_solution: an integer-feasible point was found (``Objective value:`` line).
+        upper: the printed upper bound on the maximum (``Upper bound:``, 6 digits).
+        nodes: ``Enumerated nodes:``.
+    """
+
+    result: str | None = None
+    has_solution: bool = False
+    upper: float | None = None
+    nodes: int | None = None
+
+
+def parse_summary(log: str) -> Summary:
+    """Read the ``Result - ...`` block CBC prints after a MIP run (absent for an LP, or when the
+    time limit stopped the root LP)."""
+    results = _RESULT.findall(log)
+    if not results:
+        return Summary()
+    tail = log[log.rfind("Result - ") :]
+    upper = _UPPER.findall(tail)
+    nodes = _NODES.findall(tail)
+    objective = _OBJECTIVE.findall(tail)
+    value = _float(objective[-1]) if objective else None
+    return Summary(
+        result=results[-1],
+        has_solution=value is not None and abs(value) < NO_SOLUTION and not _NONE.search(tail),
+        upper=_float(upper[-1]) if upper else None,
+        nodes=int(nodes[-1]) if nodes else None,
+    )
+
+
+def _classic_status_map() -> dict[Any, Termination]:
+    """Pyomo's reading of CBC's solution file -> why it stopped (used when there is no summary,
+    e.g. for an LP)."""
+    from pyomo.opt import TerminationCondition as TC
+
+    return {
+        TC.optimal: Termination.OPTIMAL,
+        TC.maxTimeLimit: Termination.TIME_LIMIT,
+        TC.maxIterations: Termination.TIME_LIMIT,
+        TC.maxEvaluations: Termination.TIME_LIMIT,
+        TC.intermediateNonInteger: Termination.TIME_LIMIT,
+        TC.infeasible: Termination.INFEASIBLE,
+        TC.infeasibleOrUnbounded: Termination.INFEASIBLE,
+        TC.userInterrupt: Termination.INTERRUPTED,
+        TC.solverFailure: Termination.ERROR,
+        TC.error: Termination.ERROR,
+    }
+
+
+def gap_stop_bound(incumbent: float, options: SolveOptions) -> float:
+    """The largest bound CBC can hold when it stops on the gaps of ``options`` (see module doc)."""
+    absolute = incumbent + options.abs_gap
+    if options.rel_gap >= 1:
+        return math.inf
+    keep = 1 - options.rel_gap
+    relative = incumbent / keep if incumbent >= 0 else incumbent * keep
+    return max(absolute, relative, incumbent)
+
+
+class CbcSolver:
+    """CBC: open source MIP, run as a subprocess on an LP file."""
+
+    name = "cbc"
+    supports_mip = True
+    install_hint = 'pip install "lipopt[cbc]"  (the cbcbox wheel ships the CBC binary)'
+
+    def __init__(self, path: str | None = None) -> None:
+        self._path = path
+
+    def executable(self) -> str | None:
+        """The binary this adapter runs (found when first asked)."""
+        if self._path is None:
+            self._path = executable()
+        return self._path
+
+    def available(self) -> bool:
+        path = self.executable()
+        return path is not None and _banner(path) is not None
+
+    def version(self) -> str:
+        path = self.executable()
+        banner = None if path is None else _banner(path)
+        match = None if banner is None else _VERSION.search(banner)
+        if match is None:
+            return "unknown"
+        return " ".join(part for part in match.groups() if part)
+
+    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
+        trivial = constant_objective_result(model, self.name)
+        if trivial is not None:
+            return trivial
+        path = self.executable()
+        if path is None or not self.available():
+            raise SolverError(f"CBC is not installed: {self.install_hint}")
+        solver = pe.SolverFactory("cbc", executable=path)
+        solver_options: dict[str, Any] = {
+            **DEFAULT_OPTIONS,
+            "ratioGap": options.rel_gap,
+            "allowableGap": options.abs_gap,
+            "increment": options.abs_gap,
+        }
+        if options.threads is not None:
+            solver_options["threads"] = int(options.threads)
+        solver_options.update(options.options)
+        for key, value in solver_options.items():
+            solver.options[key] = value
+        kwargs: dict[str, Any] = {
+            "tee": options.verbose,
+            "load_solutions": False,
+            "symbolic_solver_labels": True,
+        }
+        if options.time_limit is not None:
+            kwargs["timelimit"] = float(options.time_limit)  # -sec, wall clock (-timeMode elapsed)
+        with tempfile.TemporaryDirectory(prefix="lipopt-cbc-") as tmp:
+            logfile = Path(tmp) / "cbc.log"
+            start = time.perf_counter()
+            # the log streams to stderr when verbose: stdout is for results (--json)
+            quiet = contextlib.nullcontext()
+            stream = contextlib.redirect_stdout(sys.stderr) if options.verbose else quiet
+            try:
+                with stream:
+                    results = solver.solve(model, logfile=str(logfile), **kwargs)
+            except Exception as exc:  # the solver's own failure, reported as ours
+                raise SolverError(f"CBC failed: {_one_line(exc)}") from exc
+            seconds = time.perf_counter() - start
+            log = logfile.read_text(errors="replace") if logfile.exists() else ""
+        rejected = _REJECTED.search(log)
+        if rejected is not None:  # CBC exits at once on an option it does not know
+            raise SolverError(f"CBC rejected an option: {rejected.group(0).strip()}")
+        return self._result(model, results, log, seconds, options)
+
+    def _result(
+        self,
+        model: pe.ConcreteModel,
+        results: Any,
+        log: str,
+        seconds: float,
+        options: SolveOptions,
+    ) -> SolveResult:
+        """Why CBC stopped and what came back.
+
+        A MIP run is read from CBC's summary. Without one, an LP is read from Pyomo's reading of
+        the solution file; a MIP was stopped (by the time limit) before branch and bound and has
+        no incumbent and no bound (the point in the file is the fractional root LP's).
+        """
+        summary = parse_summary(log)
+        mip = _has_integers(model)
+        condition = results.solver.termination_condition
+        classic = _classic_status_map().get(condition, Termination.ERROR)
+        if summary.result is not None:
+            termination = STATUS_MAP.get(summary.result, Termination.ERROR)
+            has_solution = summary.has_solution
+        elif not mip:
+            termination = classic
+            has_solution = termination is Termination.OPTIMAL and len(results.solution) > 0
+        else:  # stopped before branch and bound: at most the root LP was solved
+            has_solution = False
+            stopped_early = options.time_limit is not None and classic in (
+                Termination.OPTIMAL,
+                Termination.TIME_LIMIT,
+            )
+            termination = Termination.TIME_LIMIT if stopped_early else classic
+            if termination is Termination.OPTIMAL:
+                termination = Termination.ERROR  # "optimal" without a summary is no MIP answer
+        values, incumbent = self._load(model, results) if has_solution else (None, None)
+        bound = self._bound(termination, incumbent, summary.upper, options, mip)
+        termination = _optimal_or_gap(termination, options)
+        return SolveResult(
+            termination=termination,
+            incumbent=incumbent,
+            bound=bound,
+            values=values,
+            seconds=seconds,
+            nodes=summary.nodes,
+            solver=f"cbc {self.version()}",
+            log=log,
+        )
+
+    @staticmethod
+    def _load(model: pe.ConcreteModel, results: Any) -> tuple[pe.ComponentMap, float]:
+        """Load CBC's incumbent into the model; its values by variable and its objective."""
+        from pyomo.opt import SolverStatus
+
+        results.solver.status = SolverStatus.ok  # the summary says this point is feasible
+        model.solutions.load_from(results)
+        values = pe.ComponentMap(
+            (var, var.value) for var in model.component_data_objects(pe.Var, descend_into=True)
+        )
+        return values, float(pe.value(model.objective))
+
+    @staticmethod
+    def _bound(
+        termination: Termination,
+        incumbent: float | None,
+        printed: float | None,
+        options: SolveOptions,
+        mip: bool,
+    ) -> float | None:
+        """The proven upper bound on the maximum, or None if CBC proved none."""
+        rounded = None if printed is None else printed + PRINT_ROUNDING * abs(printed)
+        if termination in (Termination.OPTIMAL, Termination.GAP_LIMIT):
+            if incumbent is None:
+                return None
+            if not mip:
+                return incumbent  # an LP solved to optimality
+            if termination is Termination.OPTIMAL:  # the tree is exhausted, pruned by increment
+                exact_rel = min(options.rel_gap, EXACT_GAP)
+                options = SolveOptions(rel_gap=exact_rel, abs_gap=options.abs_gap)
+            stop = gap_stop_bound(incumbent, options)
+            return stop if rounded is None else max(incumbent, min(stop, rounded))
+        if termination in (Termination.TIME_LIMIT, Termination.INTERRUPTED) and rounded is not None:
+            return rounded if incumbent is None else max(rounded, incumbent)
+        return None
+
+
+def _optimal_or_gap(termination: Termination, options: SolveOptions) -> Termination:
+    """A stop "within gap tolerance" at the exact gaps is optimality; any other stop stays.
+
+    ("Optimal solution found" is a full proof: the gaps stop CBC but never prune.)
+    """
+    if termination is Termination.GAP_LIMIT and options.rel_gap <= EXACT_GAP:
+        return Termination.OPTIMAL
+    return termination
+
+
+def _has_integers(model: pe.ConcreteModel) -> bool:
+    return any(
+        not var.is_continuous() and not var.fixed
+        for var in model.component_data_objects(pe.Var, descend_into=True)
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__

@@ -1,0 +1,91 @@
+"""The registry: adapters by name, availability checked when asked, one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lipopt
+from lipopt import Box, SolverError
+from lipopt.solvers import registry
+from lipopt.solvers.cbc import CbcSolver
+from lipopt.solvers.gurobi import GurobiSolver
+from tests.helpers import random_network
+
+
+def _usable(message: str) -> set[str]:
+    """The solver names listed in ``(usable: a, b)`` of an error message."""
+    listed = message.split("(usable: ")[1].split(")")[0]
+    return {name.strip() for name in listed.split(",")}
+
+
+def _solve(solver: str) -> None:
+    net = random_network(np.random.default_rng(0), [2, 4, 1])
+    lipopt.lipschitz(net, Box([0.0, 0.0], [1.0, 1.0]), solver=solver)
+
+
+def test_registry_knows_every_adapter_with_an_install_hint():
+    assert set(registry.ADAPTERS) == {"highs", "cbc", "gurobi"}
+    assert set(registry.INSTALL_HINTS) == set(registry.ADAPTERS)
+    for name, make in registry.ADAPTERS.items():
+        assert make().name == name
+
+
+def test_registry_available_lists_highs_first():
+    usable = registry.available()
+    assert usable[0] == "highs"
+    assert set(usable) <= set(registry.ADAPTERS)
+
+
+@pytest.mark.requires_solver("cbc")
+def test_registry_get_is_case_insensitive():
+    assert registry.get(" CBC ").name == "cbc"
+
+
+def test_registry_unknown_solver_names_known_and_usable_ones():
+    with pytest.raises(SolverError) as info:
+        _solve("cplex")
+    message = str(info.value)
+    assert "unknown solver 'cplex'" in message
+    assert "highs, cbc, gurobi" in message and "usable here: highs" in message
+    assert "\n" not in message
+
+
+def test_registry_missing_cbc_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(registry.ADAPTERS, "cbc", lambda: CbcSolver(path="/nonexistent/bin/cbc"))
+    with pytest.raises(SolverError) as info:
+        _solve("cbc")
+    message = str(info.value)
+    assert "'cbc' is not installed" in message
+    assert 'pip install "lipopt[cbc]"' in message
+    assert "highs" in _usable(message) and "cbc" not in _usable(message)
+    assert "\n" not in message
+
+
+def test_registry_missing_gurobi_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(GurobiSolver, "available", lambda self: False)
+    with pytest.raises(SolverError) as info:
+        _solve("gurobi")
+    message = str(info.value)
+    assert "'gurobi' is not installed" in message
+    assert 'pip install "lipopt[gurobi]"' in message
+    assert "highs" in _usable(message) and "gurobi" not in _usable(message)
+    assert "\n" not in message
+
+
+def test_cbc_falls_back_to_path_without_cbcbox(monkeypatch, tmp_path):
+    """Without the cbcbox wheel the adapter uses a ``cbc`` on PATH, and is unusable without one."""
+    import sys
+
+    from lipopt.solvers import cbc
+
+    monkeypatch.setitem(sys.modules, "cbcbox", None)  # import cbcbox -> ImportError
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert cbc.executable() is None
+    assert not CbcSolver().available()
+    fake = tmp_path / "cbc"
+    fake.write_text("#!/bin/sh\necho 'CBC version 2.10.12'\n")
+    fake.chmod(0o755)
+    assert cbc.executable() == str(fake)
+    assert CbcSolver().available()
+    assert CbcSolver().version() == "2.10.12"
