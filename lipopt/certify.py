@@ -123,7 +123,7 @@ def certify(
         radius=float(radius),
         uncapped_radius=float(raw),
         ball_radius=float(ball.radius),
-        certified_ball=bool(raw >= ball.radius),
+        certified_ball=bool(raw > ball.radius),  # Lemma 9 is strict: ||y - x|| < r
         capped=bool(capped),
         method=how.value if network.output_dim > 1 else "binary",
         norm=norm,
