@@ -1,0 +1,85 @@
+"""Lipschitz estimators, side by side with the exact LipMIP (paper §7, App. F.1).
+
+Each module exposes ``estimate(network, domain, norm="linf", c=None, **options) -> Estimate``
+for the scalar function ``c^T f`` (``c`` defaults to ``[1]`` for one output) and the input norms
+``linf`` and ``l1``. :data:`ESTIMATORS` lists them in the paper's order of the comparison, from
+the cheapest bounds to the exact value; :data:`KINDS` gives each one's nominal guarantee.
+
+==========  ===========  ================================================================
+name        kind         what
+==========  ===========  ================================================================
+naive       upper        product of the layers' ℓ2 operator norms × norm-equivalence factor
+random      lower        best gradient dual norm at random points
+attack      lower        local search across linear regions for a larger gradient norm
+fastlip     upper        interval bounds on the gradient
+liplp       upper        LP relaxation of LipMIP
+clever      heuristic    reverse-Weibull fit to sampled batch maxima
+seqlip      heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
+lipsdp      upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
+lipmip      exact        the MIP (upper if stopped early)
+==========  ===========  ================================================================
+"""
+
+from __future__ import annotations
+
+from lipopt.estimators import (
+    attack,
+    clever,
+    fastlip,
+    liplp,
+    lipmip,
+    lipsdp,
+    naive,
+    seqlip,
+)
+from lipopt.estimators import random as random_lb
+from lipopt.estimators.attack import gradient_attack
+from lipopt.estimators.base import Estimate, Estimator, EstimatorUnavailable, Kind
+
+#: name -> estimate function, in the order of the comparison
+ESTIMATORS: dict[str, Estimator] = {
+    "naive": naive.estimate,
+    "random": random_lb.estimate,
+    "attack": attack.estimate,
+    "fastlip": fastlip.estimate,
+    "liplp": liplp.estimate,
+    "clever": clever.estimate,
+    "seqlip": seqlip.estimate,
+    "lipsdp": lipsdp.estimate,
+    "lipmip": lipmip.estimate,
+}
+
+#: name -> the guarantee the method gives in its default configuration
+KINDS: dict[str, Kind] = {
+    "naive": naive.KIND,
+    "random": random_lb.KIND,
+    "attack": attack.KIND,
+    "fastlip": fastlip.KIND,
+    "liplp": liplp.KIND,
+    "clever": clever.KIND,
+    "seqlip": seqlip.KIND,
+    "lipsdp": lipsdp.KIND,
+    "lipmip": lipmip.KIND,
+}
+
+
+def get(name: str) -> Estimator:
+    """The estimate function of a method, with a clear error for an unknown name."""
+    try:
+        return ESTIMATORS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown estimator {name!r}; choose from: {', '.join(ESTIMATORS)}"
+        ) from None
+
+
+__all__ = [
+    "ESTIMATORS",
+    "KINDS",
+    "Estimate",
+    "Estimator",
+    "EstimatorUnavailable",
+    "Kind",
+    "get",
+    "gradient_attack",
+]
