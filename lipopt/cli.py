@@ -31,6 +31,7 @@ examples:
   lipopt solve net.onnx --box 0,1 --output-norm linf
   lipopt certify net.onnx --center x.npy --radius 0.1
   lipopt export net.onnx --box 0,1 --c 1,-1 -o lip.mps
+  lipopt compare net.onnx --box 0,1 --c 1,-1
   lipopt solvers
 
 Run 'lipopt solve --help' for every option.
@@ -76,6 +77,23 @@ is capped at the ball's radius and reported as such.
 """
 
 
+COMPARE_EPILOG = """\
+examples:
+  # every estimator side by side, cheapest first, LipMIP's exact value last
+  lipopt compare models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
+  # a few methods on an l-inf ball, as JSON
+  lipopt compare net.onnx --center x.npy --radius 0.1 --methods fastlip,liplp,lipmip --json
+  # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
+  lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
+
+methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, lipmip.
+guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
+guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
+value. A method that cannot run here (lipsdp without 'pip install lipopt[sdp]') is listed with
+the reason. See docs/estimators.md for what each method computes.
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors."""
 
@@ -83,8 +101,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
-    """The network, domain and norms: shared by solve and export."""
+def _add_problem_arguments(parser: argparse.ArgumentParser, output_norm: bool = True) -> None:
+    """The network, domain and norms: shared by solve, export and compare (without
+    ``--output-norm``: the estimators take a weighting c)."""
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
     dom = parser.add_argument_group("domain (one of)")
     dom.add_argument(
@@ -108,6 +127,8 @@ def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
         help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)",
     )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
+    if not output_norm:
+        return
     prob.add_argument(
         "--output-norm",
         choices=["abs", "l1", "linf", "cross"],
@@ -216,6 +237,15 @@ def make_parser() -> argparse.ArgumentParser:
         default="exact",
         help="the MIP (default) or its LP relaxation",
     )
+    comp = sub.add_parser(
+        "compare",
+        help="every Lipschitz estimator side by side (FastLip, LipLP, CLEVER, ..., LipMIP)",
+        description="Run the Lipschitz estimators of the LipMIP paper on one network and "
+        "domain and print value, guarantee, relative error to the exact value, and seconds.",
+        epilog=COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_compare_arguments(comp)
     sub.add_parser(
         "solvers",
         help="list the solver adapters and whether each is usable here",
@@ -223,6 +253,31 @@ def make_parser() -> argparse.ArgumentParser:
         "install the missing ones.",
     )
     return parser
+
+
+def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_problem_arguments(parser, output_norm=False)
+    run = parser.add_argument_group("methods")
+    run.add_argument(
+        "--methods",
+        metavar="A,B,...",
+        help="comma list of estimators (default: all, cheapest first)",
+    )
+    run.add_argument(
+        "--solver", default="highs", help="solver for liplp and lipmip (default: highs)"
+    )
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="seconds for lipmip; stopped early it reports a certified upper bound",
+    )
+    run.add_argument(
+        "--seed", type=int, default=0, help="seed of the sampling methods (default: 0)"
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
 
 
 def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -436,6 +491,45 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
+    """Per-method options from the command line: solver, LipMIP's time limit, seeds."""
+    lipmip: dict[str, object] = {"solver": args.solver}
+    if args.time_limit is not None:
+        if args.time_limit <= 0:
+            raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
+        lipmip["time_limit"] = args.time_limit
+    return {
+        "liplp": {"solver": args.solver},
+        "lipmip": lipmip,
+        "random": {"seed": args.seed},
+        "attack": {"seed": args.seed},
+        "clever": {"seed": args.seed},
+    }
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from lipopt.compare import compare, format_table, parse_methods, to_json
+
+    say = _progress(args.quiet)
+    methods = parse_methods(args.methods)
+    network = load_onnx(args.model)
+    domain = domain_from_args(args, network)
+    c = load_vector(args.c, "--c") if args.c is not None else None
+    if c is None and network.output_dim > 1:
+        raise ValueError(
+            f"the network has {network.output_dim} outputs; pass --c (a vector of "
+            f"{network.output_dim} numbers, e.g. --c 1,-1): the estimators bound c^T f"
+        )
+    say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
+    options = {k: v for k, v in _compare_options(args).items() if k in methods}
+    results = compare(network, domain, args.norm, c, methods, progress=say, options=options)
+    if args.json:
+        print(json.dumps({**to_json(results), "model": args.model, "norm": args.norm}, indent=2))
+    else:
+        print(format_table(results))
+    return 0
+
+
 def run_solvers(args: argparse.Namespace) -> int:
     usable = set(registry.available())
     for name in registry.ADAPTERS:
@@ -451,6 +545,7 @@ COMMANDS = {
     "solve": run_solve,
     "certify": run_certify,
     "export": run_export,
+    "compare": run_compare,
     "solvers": run_solvers,
 }
 
