@@ -1,10 +1,12 @@
 """CBC (COIN-OR Branch and Cut) through Pyomo's classic shell interface.
 
-The binary comes from the ``cbcbox`` wheel (``pip install "lipopt[cbc]"``: a CBC build shipped on
-PyPI, so pip alone installs it), else a ``cbc`` on ``PATH``. Pyomo writes the model as an LP file
-with symbolic names, runs ``cbc`` and reads its solution file. Pyomo's parsing of CBC's *log* does
-not know the log format of recent CBC builds (it misreads the sense and drops the bound), so why
-CBC stopped, its best bound and its node count are read here from the ``Result - ...`` summary that
+The binary is a ``cbc`` on ``PATH``: on Debian/Ubuntu ``apt-get install coinor-cbc`` (CBC 2.10;
+``.ci/run`` installs it). The first ``cbc`` on ``PATH`` that runs as CBC and is not a build known
+to return wrong optima (:data:`DEFECTIVE_BUILDS`) is used; the ``cbcbox`` wheel's CBC
+``devel git:146ce89`` is one (docs/solvers.md, "Why Debian's CBC"). Pyomo writes the model as an
+LP file with symbolic names, runs ``cbc`` and reads its solution file. Pyomo's parsing of CBC's
+*log* is not relied on (it misreads the sense of some builds and drops the bound), so why CBC
+stopped, its best bound and its node count are read here from the ``Result - ...`` summary that
 CBC prints at the end of every MIP run.
 
 Facts the adapter relies on:
@@ -17,13 +19,20 @@ Facts the adapter relies on:
   very nodes of the exact run), so "Optimal solution found" is a full proof, to ``increment``.
 - The summary prints the bound with 6 significant digits (``%g``); it is rounded *up* here by
   half a unit in the last place (``5e-6`` relative) so the reported bound stays a proven bound.
-- CBC prunes nodes that cannot improve the incumbent by more than ``increment`` (default 1e-4 in
-  this build, absolute); it is set to the requested absolute gap (1e-9 by default).
+- CBC 2.10 writes the solution file with 8 significant digits, so the objective evaluated at the
+  loaded point can sit ~1e-8 (relative) below CBC's own incumbent. The bounds that rest on the
+  incumbent (gap stop, exhausted tree, an LP's optimum) therefore start from the objective CBC
+  *prints* (``Objective value:``; Clp's ``Optimal objective`` for an LP), raised by half a unit
+  in its last printed digit (:func:`printed_upper`).
+- CBC prunes nodes that cannot improve the incumbent by more than ``increment`` (absolute;
+  default 1e-5 in 2.10, 1e-4 in cbcbox's devel build); it is set to the requested absolute gap
+  (1e-9 by default).
 """
 
 from __future__ import annotations
 
 import contextlib
+import decimal
 import functools
 import math
 import os
@@ -79,27 +88,66 @@ _RESULT = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
 _UPPER = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
 _NODES = re.compile(r"^Enumerated nodes:\s+(\d+)", re.MULTILINE)
 _OBJECTIVE = re.compile(r"^Objective value:\s+(\S+)", re.MULTILINE)
+_LP_OBJECTIVE = re.compile(r"^Optimal objective\s+(\S+)", re.MULTILINE)
 _NONE = re.compile(r"^No feasible solution found", re.MULTILINE)
-_REJECTED = re.compile(r"^Unrecognized parameter - .*$", re.MULTILINE)
-_VERSION = re.compile(r"^CBC\s+(?:version\s+)?(\S+)(?:\s+\((\S+?)\))?", re.MULTILINE)
+#: an option CBC does not know: the devel build exits; 2.10 says "No match" and goes on without it
+_REJECTED = re.compile(r"^(?:Unrecognized parameter - \S+|No match for \S+)(?= |,|$)", re.MULTILINE)
+#: the version line of ``cbc -stop``: ``Version: 2.10.8`` (releases), ``CBC devel (git:146ce89)``
+_VERSION = re.compile(
+    r"^(?:CBC\s+(?:version\s+)?|Version:\s*)([^\s(]+)(?:\s+\((\S+?)\))?", re.MULTILINE
+)
+
+#: install hint (also :data:`lipopt.solvers.registry.INSTALL_HINTS`)
+INSTALL_HINT = (
+    "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
+    "the cbcbox wheel's CBC build is refused: docs/solvers.md)"
+)
+
+#: CBC builds (a word of their version) that are never run: they claim wrong optima
+DEFECTIVE_BUILDS: dict[str, str] = {
+    "git:146ce89": "claims 'Optimal solution found' 1.9 % below the true maximum when its cutoff "
+    "increment is 1e-6 or less (tests/solvers/data/cbc_wrong_optimum.lp)",
+}
+
+
+def on_path() -> list[str]:
+    """Every executable ``cbc`` on ``PATH``, in ``PATH`` order."""
+    found: list[str] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = shutil.which("cbc", path=folder) if folder else None
+        if path is not None and path not in found:
+            found.append(path)
+    return found
 
 
 def executable() -> str | None:
-    """Path of the ``cbc`` binary: the ``cbcbox`` wheel's, else one on ``PATH``, else None."""
-    try:
-        import cbcbox  # type: ignore[import-untyped]
+    """The first ``cbc`` on ``PATH`` that runs as CBC and is not a defective build, else None."""
+    for path in on_path():
+        banner = _banner(path)
+        if banner is not None and defect(banner) is None:
+            return path
+    return None
 
-        path = cbcbox.cbc_bin_path()
-        if path and os.access(path, os.X_OK):
-            return str(path)
-    except (ImportError, OSError, RuntimeError):
-        pass
-    return shutil.which("cbc")
+
+def defect(banner: str) -> str | None:
+    """Why the CBC build that printed ``banner`` must not be used, or None if it may be."""
+    version = _version(banner)
+    for build, reason in DEFECTIVE_BUILDS.items():
+        if build in version.split():
+            return f"CBC {version} {reason}"
+    return None
+
+
+def _version(banner: str) -> str:
+    match = _VERSION.search(banner)
+    if match is None:
+        return "unknown"
+    return " ".join(part for part in match.groups() if part)
 
 
 @functools.lru_cache(maxsize=8)
 def _banner(path: str) -> str | None:
-    """What ``cbc -stop`` prints (its version line), or None if it does not run as CBC."""
+    """What ``cbc -stop`` prints, or None if it does not run as CBC (no version line)."""
     try:
         run = subprocess.run(
             [path, "-stop"], capture_output=True, text=True, timeout=30, check=False
@@ -107,7 +155,25 @@ def _banner(path: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     text = run.stdout + run.stderr
-    return text if "cbc" in text.lower() else None
+    if run.returncode != 0 or _VERSION.search(text) is None:
+        return None
+    return text
+
+
+def printed_upper(text: str) -> float | None:
+    """The largest number that prints as ``text`` (CBC rounds to its last printed digit): the
+    value plus half a unit in that digit, plus a few float ulps; None if not a finite number."""
+    value = _float(text)
+    if value is None:
+        return None
+    try:
+        exponent = decimal.Decimal(text).as_tuple().exponent
+    except decimal.InvalidOperation:
+        return None
+    if not isinstance(exponent, int):
+        return None
+    upper = value + 0.5 * 10.0**exponent
+    return upper + 4 * math.ulp(upper)
 
 
 def _float(text: str) -> float | None:
@@ -127,12 +193,14 @@ class Summary:
         has_solution: an integer-feasible point was found (``Objective value:`` line).
         upper: the printed upper bound on the maximum (``Upper bound:``, 6 digits).
         nodes: ``Enumerated nodes:``.
+        objective_upper: the largest value the printed ``Objective value:`` may stand for.
     """
 
     result: str | None = None
     has_solution: bool = False
     upper: float | None = None
     nodes: int | None = None
+    objective_upper: float | None = None
 
 
 def parse_summary(log: str) -> Summary:
@@ -151,6 +219,7 @@ def parse_summary(log: str) -> Summary:
         has_solution=value is not None and abs(value) < NO_SOLUTION and not _NONE.search(tail),
         upper=_float(upper[-1]) if upper else None,
         nodes=int(nodes[-1]) if nodes else None,
+        objective_upper=printed_upper(objective[-1]) if objective else None,
     )
 
 
@@ -188,7 +257,7 @@ class CbcSolver:
 
     name = "cbc"
     supports_mip = True
-    install_hint = 'pip install "lipopt[cbc]"  (the cbcbox wheel ships the CBC binary)'
+    install_hint = INSTALL_HINT
 
     def __init__(self, path: str | None = None) -> None:
         self._path = path
@@ -200,23 +269,26 @@ class CbcSolver:
         return self._path
 
     def available(self) -> bool:
+        """A binary that runs as CBC and is not a defective build (even if given by path)."""
         path = self.executable()
-        return path is not None and _banner(path) is not None
+        banner = None if path is None else _banner(path)
+        return banner is not None and defect(banner) is None
 
     def version(self) -> str:
         path = self.executable()
         banner = None if path is None else _banner(path)
-        match = None if banner is None else _VERSION.search(banner)
-        if match is None:
-            return "unknown"
-        return " ".join(part for part in match.groups() if part)
+        return "unknown" if banner is None else _version(banner)
 
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         trivial = constant_objective_result(model, self.name)
         if trivial is not None:
             return trivial
         path = self.executable()
-        if path is None or not self.available():
+        banner = None if path is None else _banner(path)
+        reason = None if banner is None else defect(banner)
+        if reason is not None:
+            raise SolverError(f"refusing {path}: {reason}; {self.install_hint}")
+        if path is None or banner is None:
             raise SolverError(f"CBC is not installed: {self.install_hint}")
         solver = pe.SolverFactory("cbc", executable=path)
         solver_options: dict[str, Any] = {
@@ -251,7 +323,7 @@ class CbcSolver:
             seconds = time.perf_counter() - start
             log = logfile.read_text(errors="replace") if logfile.exists() else ""
         rejected = _REJECTED.search(log)
-        if rejected is not None:  # CBC exits at once on an option it does not know
+        if rejected is not None:  # an option CBC does not know: refused, never silently ignored
             raise SolverError(f"CBC rejected an option: {rejected.group(0).strip()}")
         return self._result(model, results, log, seconds, options)
 
@@ -289,7 +361,12 @@ class CbcSolver:
             if termination is Termination.OPTIMAL:
                 termination = Termination.ERROR  # "optimal" without a summary is no MIP answer
         values, incumbent = self._load(model, results) if has_solution else (None, None)
-        bound = self._bound(termination, incumbent, summary.upper, options, mip)
+        if mip:
+            own = summary.objective_upper
+        else:
+            lp_objective = _LP_OBJECTIVE.findall(log)
+            own = printed_upper(lp_objective[-1]) if lp_objective else None
+        bound = self._bound(termination, incumbent, summary.upper, options, mip, own)
         termination = _optimal_or_gap(termination, options)
         return SolveResult(
             termination=termination,
@@ -321,18 +398,27 @@ class CbcSolver:
         printed: float | None,
         options: SolveOptions,
         mip: bool,
+        own: float | None = None,
     ) -> float | None:
-        """The proven upper bound on the maximum, or None if CBC proved none."""
+        """The proven upper bound on the maximum, or None if CBC proved none.
+
+        ``own`` is the largest value CBC's own incumbent objective may have (its printed
+        objective rounded up, :func:`printed_upper`); the proofs rest on it, not on the
+        objective at the loaded point, which CBC wrote with fewer digits. Without it an LP has
+        no proven bound; a MIP falls back to the loaded incumbent (as for a CBC that writes
+        full precision).
+        """
         rounded = None if printed is None else printed + PRINT_ROUNDING * abs(printed)
         if termination in (Termination.OPTIMAL, Termination.GAP_LIMIT):
             if incumbent is None:
                 return None
-            if not mip:
-                return incumbent  # an LP solved to optimality
+            top = incumbent if own is None else max(incumbent, own)
+            if not mip:  # an LP solved to optimality: its optimum as CBC printed it
+                return None if own is None else top
             if termination is Termination.OPTIMAL:  # the tree is exhausted, pruned by increment
                 exact_rel = min(options.rel_gap, EXACT_GAP)
                 options = SolveOptions(rel_gap=exact_rel, abs_gap=options.abs_gap)
-            stop = gap_stop_bound(incumbent, options)
+            stop = gap_stop_bound(top, options)
             return stop if rounded is None else max(incumbent, min(stop, rounded))
         if termination in (Termination.TIME_LIMIT, Termination.INTERRUPTED) and rounded is not None:
             return rounded if incumbent is None else max(rounded, incumbent)

@@ -35,7 +35,8 @@ ADAPTERS: dict[str, Callable[[], Solver]] = {
 #: name -> how to install the solver
 INSTALL_HINTS: dict[str, str] = {
     "highs": "pip install highspy  (a dependency of lipopt)",
-    "cbc": 'pip install "lipopt[cbc]"  (the cbcbox wheel ships the CBC binary)',
+    "cbc": "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
+    "the cbcbox wheel's CBC build is refused: docs/solvers.md)",
     "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',
 }
 

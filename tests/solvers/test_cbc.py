@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import lipopt
 from lipopt.solvers.base import SolveOptions, Termination
 from lipopt.solvers.cbc import (
+    DEFAULT_OPTIONS,
     STATUS_MAP,
     CbcSolver,
     _optimal_or_gap,
     gap_stop_bound,
     parse_summary,
+    printed_upper,
 )
+from tests.solvers.cases import CASES
 
 OPTIMAL = """\
 ✔ Optimal — Obj: 5.68366   Bound: 5.68366   Gap: 0.00%   Nodes: 5287   Iters: 183.9K   Time: 40.6s
@@ -169,40 +174,94 @@ def test_cbc_unknown_option_is_one_clear_line():
     from tests.solvers.cases import CASES
 
     lip = lipopt.build_model(CASES[0].network(), CASES[0].domain, CASES[0].norm)
-    expected = r"^CBC rejected an option: Unrecognized parameter - fooBar"
+    expected = r"^CBC rejected an option: (Unrecognized parameter - |No match for )fooBar$"
     with pytest.raises(SolverError, match=expected):
         CbcSolver().solve(lip.model, SolveOptions(options={"fooBar": 1}))
 
 
-#: an exported Lipschitz MIP (tests/solvers/cases.py CASES[6], linear bounds) on which CBC devel
-#: git:146ce89 stops at a wrong "optimum" when its cutoff increment is 1e-6 or less
+#: an exported Lipschitz MIP (tests/solvers/cases.py CASES[6], linear bounds) on which the cbcbox
+#: wheel's CBC (devel git:146ce89) claims "Optimal" 1.9 % low when its cutoff increment is <= 1e-6
 KNOWN_WRONG_LP = Path(__file__).parent / "data" / "cbc_wrong_optimum.lp"
 KNOWN_WRONG_OPTIMUM = 1.68871114208  # HiGHS and Gurobi agree; brute force gives 1.6887111418
 
 
-def test_cbc_known_wrong_file_has_the_optimum_highs_finds():
+@functools.cache
+def highs_optimum(path: Path) -> float:
+    """The optimum of an exported model by an independent solver (highspy reads the file)."""
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 1e-9)
-    h.readModel(str(KNOWN_WRONG_LP))
+    h.setOptionValue("mip_abs_gap", 1e-9)
+    h.readModel(str(path))
     h.run()
-    assert h.getInfo().objective_function_value == pytest.approx(KNOWN_WRONG_OPTIMUM, rel=1e-8)
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h.getInfo().objective_function_value
+
+
+def test_cbc_known_wrong_file_has_the_optimum_highs_finds():
+    assert highs_optimum(KNOWN_WRONG_LP) == pytest.approx(KNOWN_WRONG_OPTIMUM, rel=1e-8)
 
 
 @pytest.mark.requires_solver("cbc")
-@pytest.mark.parametrize("increment", ["1e-4", "1e-9"])
-def test_cbc_known_wrong_optimum(increment: str):
-    """CBC's default increment (1e-4) finds the optimum; 1e-9 (what the adapter sets, so that
-    an exact solve is exact) makes this CBC build stop 1.9 % low. Pinned so that a CBC update
-    that fixes (or moves) the bug is noticed."""
+@pytest.mark.parametrize("increment", ["1e-4", "1e-6", "1e-9"])
+def test_cbc_solves_the_model_the_wheel_got_wrong(increment: str):
+    """The CBC the adapter runs finds the true optimum of the pinned model (where the cbcbox
+    wheel's build stops 1.9 % low for increments <= 1e-6), with the adapter's own tolerances."""
     cbc = CbcSolver()
+    options = {**DEFAULT_OPTIONS, "ratioGap": 1e-9, "allowableGap": 1e-9, "increment": increment}
+    flags = [str(part) for key, value in options.items() for part in (f"-{key}", value)]
     run = subprocess.run(
-        [cbc.executable(), str(KNOWN_WRONG_LP), "-increment", increment, "-solve"],
+        [cbc.executable(), str(KNOWN_WRONG_LP), *flags, "-solve"],
         capture_output=True, text=True, timeout=120, check=False,
     )
+    assert parse_summary(run.stdout).result == "Optimal solution found", run.stdout[-2000:]
     value = float(re.search(r"^Objective value:\s+(\S+)", run.stdout, re.MULTILINE).group(1))
-    if increment == "1e-9" and "146ce89" in cbc.version() and value < KNOWN_WRONG_OPTIMUM - 1e-6:
-        pytest.xfail(f"known CBC bug: 'optimal' {value} < {KNOWN_WRONG_OPTIMUM}")
-    assert value == pytest.approx(KNOWN_WRONG_OPTIMUM, rel=1e-8)
+    assert value == pytest.approx(highs_optimum(KNOWN_WRONG_LP), rel=1e-8)
+
+
+@pytest.mark.requires_solver("cbc")
+def test_cbc_adapter_refuses_a_defective_build_given_by_path(tmp_path):
+    """A binary announcing the defective build is never run, even when named explicitly."""
+    from lipopt import SolverError
+
+    fake = tmp_path / "cbc"
+    fake.write_text("#!/bin/sh\necho 'CBC devel (git:146ce89) — COIN-OR Branch and Cut'\n")
+    fake.chmod(0o755)
+    solver = CbcSolver(path=str(fake))
+    assert solver.version() == "devel git:146ce89"
+    assert not solver.available()
+    lip = lipopt.build_model(CASES[0].network(), CASES[0].domain, CASES[0].norm)
+    with pytest.raises(SolverError, match=r"^refusing .*git:146ce89 claims 'Optimal solution"):
+        solver.solve(lip.model, SolveOptions())
+
+
+def test_cbc_printed_number_is_rounded_up_by_half_its_last_digit():
+    """CBC 2.10 prints the objective with 8 decimals (%.8f): '1.50171500' stands for anything
+    below 1.501715005; a shorter number (%g drops zeros) only for less."""
+    assert printed_upper("1.50171500") == pytest.approx(1.501715005, rel=1e-15)
+    assert printed_upper("1.50171500") > 1.501715005
+    assert printed_upper("1.501715") > 1.5017155
+    assert printed_upper("210.610") == pytest.approx(210.6105, rel=1e-15)
+    assert printed_upper("1.2345e+05") == pytest.approx(123455.0, rel=1e-15)
+    assert printed_upper("nan") is None and printed_upper("x") is None
+
+
+def test_cbc_optimal_bound_rests_on_cbcs_own_incumbent():
+    """A point written with 8 digits evaluates 2.2e-8 (relative) below CBC's incumbent (seen on
+    a random model); the bound of an exhausted tree starts from the printed objective, rounded
+    up, not from it."""
+    loaded = 1.501715  # objective at the rounded point; the true optimum is ~1.5017150351
+    own = printed_upper("1.50171504")
+    bound = CbcSolver._bound(Termination.OPTIMAL, loaded, None, SolveOptions(), True, own)
+    assert bound >= 1.5017150351
+    assert bound <= own * (1 + 2e-9)
+    lp = CbcSolver._bound(Termination.OPTIMAL, loaded, None, SolveOptions(), False, own)
+    assert lp == own
+    assert CbcSolver._bound(Termination.OPTIMAL, loaded, None, SolveOptions(), False) is None
+
+
+def test_cbc_summary_keeps_the_printed_objective():
+    assert parse_summary(OPTIMAL).objective_upper == printed_upper("5.6836565179")
+    assert parse_summary(TIME_WITHOUT_SOLUTION).objective_upper is None

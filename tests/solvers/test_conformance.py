@@ -22,13 +22,6 @@ from tests.solvers.cases import CASE_PARAMS, CASES, SOLVERS, Case, exact_value
 
 REL = 1e-6
 
-#: cases where CBC devel (cbcbox 2.935, git 146ce89) claims a wrong optimum (docs/solvers.md,
-#: "Known issue"; pinned independently of the formulation by tests/solvers/test_cbc.py)
-CBC_KNOWN_WRONG = {
-    "2x8x8x8x2-Box-linf": "CBC devel git:146ce89 claims an 'optimum' 1.9 % below the true one "
-    "on this model when its cutoff increment is small",
-}
-
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -38,8 +31,6 @@ def test_solver_exact_value_matches_brute_force(solver: str, case: Case) -> None
     )
     exact = exact_value(case)
     assert res.status == "optimal"
-    if solver == "cbc" and case.id in CBC_KNOWN_WRONG and res.value < exact * (1 - REL):
-        pytest.xfail(CBC_KNOWN_WRONG[case.id])
     assert res.value == pytest.approx(exact, rel=REL)
     assert res.lower is not None and res.lower <= res.upper
     assert res.lower == pytest.approx(exact, rel=REL)

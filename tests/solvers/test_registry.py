@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -57,7 +59,7 @@ def test_registry_missing_cbc_says_how_to_install(monkeypatch):
         _solve("cbc")
     message = str(info.value)
     assert "'cbc' is not installed" in message
-    assert 'pip install "lipopt[cbc]"' in message
+    assert "apt-get install coinor-cbc" in message
     assert "highs" in _usable(message) and "cbc" not in _usable(message)
     assert "\n" not in message
 
@@ -73,19 +75,32 @@ def test_registry_missing_gurobi_says_how_to_install(monkeypatch):
     assert "\n" not in message
 
 
-def test_cbc_falls_back_to_path_without_cbcbox(monkeypatch, tmp_path):
-    """Without the cbcbox wheel the adapter uses a ``cbc`` on PATH, and is unusable without one."""
-    import sys
+def test_cbc_install_hint_is_the_registrys():
+    assert CbcSolver.install_hint == registry.INSTALL_HINTS["cbc"]
 
+
+def _fake_cbc(folder, banner: str, status: int = 0):
+    folder.mkdir()
+    fake = folder / "cbc"
+    fake.write_text(f"#!/bin/sh\necho '{banner}'\nexit {status}\n")
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_cbc_uses_the_first_sound_cbc_on_path(monkeypatch, tmp_path):
+    """The adapter takes a ``cbc`` from PATH, skipping what does not run as CBC (e.g. a stale
+    pyenv shim) and the build known to claim wrong optima; unusable when nothing is left."""
     from lipopt.solvers import cbc
 
-    monkeypatch.setitem(sys.modules, "cbcbox", None)  # import cbcbox -> ImportError
-    monkeypatch.setenv("PATH", str(tmp_path))
+    broken = _fake_cbc(tmp_path / "shim", "pyenv: cbc: command not found", status=127)
+    wrong = _fake_cbc(tmp_path / "wheel", "CBC devel (git:146ce89) — COIN-OR Branch and Cut")
+    good = _fake_cbc(tmp_path / "debian", "Welcome to the CBC MILP Solver \nVersion: 2.10.8 ")
+    folders = [str(tmp_path / name) for name in ("shim", "wheel")]
+    monkeypatch.setenv("PATH", os.pathsep.join(folders))
+    assert cbc.on_path() == [broken, wrong]
     assert cbc.executable() is None
     assert not CbcSolver().available()
-    fake = tmp_path / "cbc"
-    fake.write_text("#!/bin/sh\necho 'CBC version 2.10.12'\n")
-    fake.chmod(0o755)
-    assert cbc.executable() == str(fake)
+    monkeypatch.setenv("PATH", os.pathsep.join([*folders, str(tmp_path / "debian")]))
+    assert cbc.executable() == good
     assert CbcSolver().available()
-    assert CbcSolver().version() == "2.10.12"
+    assert CbcSolver().version() == "2.10.8"
