@@ -157,12 +157,16 @@ def build_model(
     output_norm: OutputNorm | str | None = None,
     relax: bool = False,
     bounds: str = "linear",
+    decompose: bool = False,
 ) -> LipschitzModel:
-    """Build (without solving) the Pyomo model that :func:`lipschitz` would solve."""
+    """Build (without solving) the Pyomo model that :func:`lipschitz` would solve; with
+    ``decompose`` (ℓ1 input norm) the model of the first candidate ``±∂_j``."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
     net_bounds = propagate(network, domain, seed, method=bounds)
-    return build(network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax)
+    return build(
+        network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax, decompose=decompose
+    )
 
 
 def _pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
