@@ -100,8 +100,14 @@ def run_one(problem: Problem, mode: str, solver: str, time_limit: float, bounds:
     start = time.perf_counter()
     try:
         res = lipopt.lipschitz(
-            network, domain, problem.norm, C, solver=solver, time_limit=time_limit,
-            bounds=bounds, split=False,  # one MIP per problem: the solvers are compared
+            network,
+            domain,
+            problem.norm,
+            C,
+            solver=solver,
+            time_limit=time_limit,
+            bounds=bounds,
+            split=False,  # one MIP per problem: the solvers are compared
             **MODES[mode],  # type: ignore[arg-type]
         )
     except SolverError as exc:
@@ -210,18 +216,34 @@ def report(rows: list[Row], solvers: list[str], args: argparse.Namespace, argv: 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--time-limit", type=float, default=None,
-                        help="seconds per solve (default 300; 20 with --quick)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: l-inf norm only, 20 s limit, prints instead of writing")
-    parser.add_argument("--solvers", default=None,
-                        help="comma list (default: every installed solver)")
-    parser.add_argument("--modes", default=",".join(MODES),
-                        help=f"comma list of {', '.join(MODES)} (default: all)")
-    parser.add_argument("--bounds", default=DEFAULT_BOUNDS,
-                        help=f"bound propagation for every model (default {DEFAULT_BOUNDS})")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"markdown file to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per solve (default 300; 20 with --quick)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: l-inf norm only, 20 s limit, prints instead of writing",
+    )
+    parser.add_argument(
+        "--solvers", default=None, help="comma list (default: every installed solver)"
+    )
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma list of {', '.join(MODES)} (default: all)"
+    )
+    parser.add_argument(
+        "--bounds",
+        default=DEFAULT_BOUNDS,
+        help=f"bound propagation for every model (default {DEFAULT_BOUNDS})",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"markdown file to write (default {DEFAULT_OUT.relative_to(ROOT)})",
+    )
     args = parser.parse_args(argv)
     if args.time_limit is None:
         args.time_limit = 20.0 if args.quick else 300.0

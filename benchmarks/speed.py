@@ -8,7 +8,8 @@ Networks follow the reference recipe: He-normal weights, N(0, 0.5²) biases, own
 solved exactly twice in one run, in a fresh process each (so peak memory is per case):
 
 - plain: interval bounds, no domain splitting (``bounds="interval", split=False``);
-- tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below).
+- tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
+- nodecomp (only with ``--configs``): the default without the ℓ1-norm decomposition.
 
 Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date.
 """
@@ -48,6 +49,12 @@ QUICK = [("16,16,16,2", "ball"), ("10,20,20,1", "ball")]
 
 PLAIN: dict[str, Any] = {"bounds": "interval", "split": False}
 TUNED: dict[str, Any] = {}  # lipopt.lipschitz's own defaults
+#: extra configurations for A/B runs (--configs): the default with one lever switched off
+VARIANTS: dict[str, dict[str, Any]] = {
+    "plain": PLAIN,
+    "tuned": TUNED,
+    "nodecomp": {"decompose": False},
+}
 
 
 @dataclass
@@ -96,7 +103,7 @@ def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
     import lipopt
 
     net, region, c = make_case(widths, domain, seed)
-    options = PLAIN if config == "plain" else TUNED
+    options = VARIANTS[config]
     start = time.perf_counter()
     res = lipopt.lipschitz(net, region, norm, c=c, time_limit=time_limit, **options)
     total = time.perf_counter() - start
@@ -187,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=2, help="networks per size (default 2)")
     parser.add_argument("--time-limit", type=float, default=300.0, help="per solve (default 300)")
     parser.add_argument("--cases", help="comma list of indices into the case list")
-    parser.add_argument("--configs", default="plain,tuned")
+    parser.add_argument(
+        "--configs", default="plain,tuned", help=f"comma list of {', '.join(VARIANTS)}"
+    )
+    parser.add_argument("--norms", default="linf,l1", help="comma list of linf, l1")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "speed.md")
     args = parser.parse_args(argv)
     cases = QUICK if args.quick else list(REFERENCE)
@@ -199,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for widths, domain in cases:
         for seed in range(seeds):
-            for norm in ("linf", "l1"):
+            for norm in args.norms.split(","):
                 for config in args.configs.split(","):
                     row = run_one((widths, domain, seed, norm, config, limit))
                     rows.append(row)

@@ -180,6 +180,21 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         const=False,
         help="never split the domain (default: split boxes of <= 4 inputs)",
     )
+    decompose = perf.add_mutually_exclusive_group()
+    decompose.add_argument(
+        "--decompose",
+        dest="decompose",
+        action="store_true",
+        default=True,
+        help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
+        "skipping those that cannot win (default)",
+    )
+    decompose.add_argument(
+        "--no-decompose",
+        dest="decompose",
+        action="store_false",
+        help="--norm l1: one MIP with a selection binary per entry and sign",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -424,6 +439,7 @@ def run_solve(args: argparse.Namespace) -> int:
         progress=say,
         bounds=args.bounds,
         split=args.split,
+        decompose=args.decompose,
     )
     if args.json:
         out = result.to_dict()

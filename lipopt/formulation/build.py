@@ -12,7 +12,7 @@ from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.domain import Domain
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_forward, add_input
-from lipopt.formulation.objective import add_dual_ball, add_objective
+from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
 from lipopt.formulation.terms import Term
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
@@ -30,6 +30,8 @@ class LipschitzModel:
         norm: the input norm whose dual the objective measures.
         relaxed: whether binaries were relaxed to [0, 1] (the LP relaxation, LipLP).
         w: the output weighting: numbers (a fixed c) or expressions over the dual ball.
+        candidates: for a decomposed ℓ∞-dual objective, the pieces ``±g_j`` (best upper bound
+            first) whose maxima's largest is the constant; empty otherwise.
     """
 
     model: pe.ConcreteModel
@@ -40,6 +42,7 @@ class LipschitzModel:
     relaxed: bool
     w: list[Term] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
 
     def binaries(self) -> list[Any]:
         """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``."""
@@ -62,11 +65,13 @@ def build(
     norm: InputNorm | str,
     bounds: NetworkBounds,
     relax: bool = False,
+    decompose: bool = False,
 ) -> LipschitzModel:
     """Build ``max_{x ∈ domain} ||∇(w^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation).
 
     ``seed`` is a fixed vector ``c`` (then ``w = c``) or an :class:`OutputNorm`, whose dual ball
-    ``w`` ranges over jointly with x (paper appendix E.1).
+    ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm
+    only): no selection binaries; ``model.objective`` is the first of ``candidates``.
     """
     input_norm = InputNorm.parse(norm)
     model = pe.ConcreteModel(name="lipschitz")
@@ -77,10 +82,17 @@ def build(
     else:
         w = [float(v) for v in np.asarray(seed, dtype=np.float64)]
     gradient = add_backward(model, network, bounds, activations, w)
-    add_objective(
-        model, gradient, bounds.input_grad_lower, bounds.input_grad_upper, input_norm, relax
+    candidates = add_objective(
+        model,
+        gradient,
+        bounds.input_grad_lower,
+        bounds.input_grad_upper,
+        input_norm,
+        relax,
+        decompose=decompose and not relax,
     )
     lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
+    lip.candidates = candidates
     lip.stats = {
         "variables": _count(model, pe.Var),
         "constraints": _count(model, pe.Constraint),

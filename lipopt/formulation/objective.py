@@ -9,11 +9,16 @@ binary ``σ_j`` (1 = positive):  ``t_j <= g_j - 2 l_j (1 - σ_j)``,  ``t_j <= -g
 below the best guaranteed lower bound of another candidate are dropped; among the rest one
 selection binary ``q`` per candidate, ``Σ q = 1``, and ``t <= ±g_j + M (1 - q)`` with
 ``M = max_candidates_ub - lb(±g_j)``.  With one candidate left, ``t = ±g_j`` needs no binary.
+
+Decomposed ℓ1 input norm (``decompose=True``): ``max_x ||g(x)||_∞ = max_{(j, ±)} max_x ±g_j(x)``,
+so no selection binaries at all; :func:`linf_candidates` lists the candidates with their bounds
+and the caller solves one MIP per candidate with ``model.objective`` set to ``±g_j``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pe
@@ -48,19 +53,57 @@ def _l1_of_gradient(
     return pe.quicksum(terms)
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One piece ``sign · g_index`` of ``||g||_∞ = max_{j, ±} ±g_j``, with sound bounds.
+
+    Attributes:
+        index: the gradient entry j.
+        sign: +1.0 or -1.0 (for a constant entry: the sign making the value ``|g_j|``).
+        lower, upper: ``lower <= sign · g_j(x) <= upper`` for every x in the domain.
+        constant: whether ``g_j`` is a number (then ``lower == upper == |g_j|``).
+    """
+
+    index: int
+    sign: float
+    lower: float
+    upper: float
+    constant: bool = False
+
+    def expression(self, gradient: Sequence[Term]) -> Term:
+        """``sign · g_index`` as a number or a Pyomo expression."""
+        gj = gradient[self.index]
+        return abs(float(gj)) if is_constant(gj) else self.sign * gj
+
+
+def linf_candidates(g: Sequence[Term], lower: np.ndarray, upper: np.ndarray) -> list[Candidate]:
+    """The candidates ``(j, ±)`` of ``max ||g||_∞``, best upper bound first.
+
+    Candidates whose upper bound lies below the largest lower bound of any candidate (a value
+    ``||g||_∞`` certainly reaches everywhere) can never be the maximum and are dropped.
+    """
+    out: list[Candidate] = []
+    for j, gj in enumerate(g):
+        if is_constant(gj):
+            v = abs(float(gj))
+            out.append(Candidate(j, 1.0 if float(gj) >= 0 else -1.0, v, v, True))
+            continue
+        out.append(Candidate(j, 1.0, float(lower[j]), float(upper[j])))
+        out.append(Candidate(j, -1.0, -float(upper[j]), -float(lower[j])))
+    floor = max(c.lower for c in out)
+    kept = [c for c in out if c.upper >= floor]
+    return sorted(kept, key=lambda c: (-c.upper, c.index, -c.sign))
+
+
 def _linf_of_gradient(
     model: pe.ConcreteModel, g: Sequence[Term], lower: np.ndarray, upper: np.ndarray, relax: bool
 ) -> Term:
     # candidate (j, sign): value sign*g_j in [lb, ub]
-    candidates = []
-    for j, gj in enumerate(g):
-        if is_constant(gj):
-            candidates.append((j, 1.0, abs(float(gj)), abs(float(gj))))
-            continue
-        candidates.append((j, 1.0, float(lower[j]), float(upper[j])))
-        candidates.append((j, -1.0, -float(upper[j]), -float(lower[j])))
-    floor = max(c[2] for c in candidates)
-    kept = [c for c in candidates if c[3] >= floor]
+    kept = [
+        (c.index, c.sign, c.lower, c.upper)
+        for c in sorted(linf_candidates(g, lower, upper), key=lambda c: (c.index, -c.sign))
+    ]
+    floor = max(c[2] for c in kept)
     if len(kept) == 1:
         j, sign, _, _ = kept[0]
         return sign * g[j] if not is_constant(g[j]) else abs(float(g[j]))
@@ -136,7 +179,34 @@ def add_objective(
     upper: np.ndarray,
     norm: InputNorm,
     relax: bool,
-) -> None:
-    """Set ``model.objective`` to maximise the dual norm of the gradient."""
+    decompose: bool = False,
+) -> list[Candidate]:
+    """Set ``model.objective`` to maximise the dual norm of the gradient.
+
+    With ``decompose`` and the ℓ1 input norm, the objective is instead the first of the
+    returned candidates (``max ||g||_∞`` is the largest of the candidates' maxima); the caller
+    swaps it with :func:`set_candidate`. Otherwise the returned list is empty.
+    """
+    if decompose and norm is InputNorm.L1:
+        candidates = linf_candidates(gradient, lower, upper)
+        model.objective = pe.Objective(expr=candidates[0].expression(gradient), sense=pe.maximize)
+        return candidates
     expr = OBJECTIVES[norm](model, gradient, lower, upper, relax)
     model.objective = pe.Objective(expr=expr, sense=pe.maximize)
+    return []
+
+
+def set_candidate(
+    model: pe.ConcreteModel,
+    gradient: Sequence[Term],
+    candidate: Candidate,
+    cutoff: float | None = None,
+) -> None:
+    """Maximise ``sign · g_j`` of ``candidate``; with ``cutoff``, also require it ``>= cutoff``
+    (then an infeasible model proves ``max sign · g_j < cutoff``)."""
+    expr = candidate.expression(gradient)
+    model.objective.set_value(expr)
+    if model.component("cutoff") is not None:
+        model.del_component("cutoff")
+    if cutoff is not None and not is_constant(expr):
+        model.cutoff = pe.Constraint(expr=expr >= cutoff)
