@@ -125,15 +125,11 @@ def test_cbc_optimal_under_a_loose_gap_is_a_full_proof():
     options = SolveOptions(rel_gap=0.5)
     bound = CbcSolver._bound(Termination.OPTIMAL, 324.29210464, None, options, mip=True)
     assert 324.29210464 <= bound <= 324.29210464 * (1 + 2e-9)
-    assert _optimal_or_gap(Termination.OPTIMAL, options) is (
-        Termination.OPTIMAL
-    )
+    assert _optimal_or_gap(Termination.OPTIMAL, options) is (Termination.OPTIMAL)
     # stopped *within gap tolerance*: only the gap is proven
     stopped = CbcSolver._bound(Termination.GAP_LIMIT, 324.29210464, None, options, mip=True)
     assert stopped == pytest.approx(2 * 324.29210464)
-    assert _optimal_or_gap(Termination.GAP_LIMIT, options) is (
-        Termination.GAP_LIMIT
-    )
+    assert _optimal_or_gap(Termination.GAP_LIMIT, options) is (Termination.GAP_LIMIT)
 
 
 def test_cbc_gap_stop_at_exact_tolerance_is_optimal():
@@ -214,7 +210,10 @@ def test_cbc_solves_the_model_the_wheel_got_wrong(increment: str):
     flags = [str(part) for key, value in options.items() for part in (f"-{key}", value)]
     run = subprocess.run(
         [cbc.executable(), str(KNOWN_WRONG_LP), *flags, "-solve"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert parse_summary(run.stdout).result == "Optimal solution found", run.stdout[-2000:]
     value = float(re.search(r"^Objective value:\s+(\S+)", run.stdout, re.MULTILINE).group(1))

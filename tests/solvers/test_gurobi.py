@@ -26,8 +26,13 @@ def test_gurobi_size_limited_licence_refusal_is_one_clear_line():
     net = random_network(np.random.default_rng(0), [3, 420, 420, 2])
     with pytest.raises(SolverError) as info:
         lipopt.lipschitz(
-            net, Box([0.0] * 3, [1.0] * 3), "linf", [1.0, -1.0], solver="gurobi",
-            bounds="interval", split=False,  # one model, built fast
+            net,
+            Box([0.0] * 3, [1.0] * 3),
+            "linf",
+            [1.0, -1.0],
+            solver="gurobi",
+            bounds="interval",
+            split=False,  # one model, built fast
         )
     message = str(info.value)
     assert "size-limited licence" in message and "--solver highs" in message
