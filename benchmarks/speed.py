@@ -153,8 +153,9 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
         f"Command: `python benchmarks/speed.py {' '.join(argv)}`  ",
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; started {started}.  ",
-        "plain = interval bounds, no split, no decomposition; tuned = lipopt's default. Reference = original LipMIP "
-        "with Gurobi 13, one thread (issue 5; – = timed out at 300 s). Times in seconds.",
+        "plain = interval bounds, no split, no decomposition; tuned = lipopt's default. "
+        "Reference = original LipMIP with Gurobi 13, one thread (issue 5; – = timed out at "
+        "300 s). Times in seconds.",
         "",
         "| network | domain | seed | norm | config | status | value | unstable | binaries "
         "| bounds | "
