@@ -185,9 +185,9 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "--decompose",
         dest="decompose",
         action="store_true",
-        default=True,
+        default="auto",
         help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
-        "skipping those that cannot win (default)",
+        "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
     )
     decompose.add_argument(
         "--no-decompose",

@@ -36,6 +36,12 @@ FloatArray = NDArray[np.float64]
 #: bisection alone prunes nothing and the MIP on the whole domain is faster)
 AUTO_SPLIT_MAX_DIM = 4
 
+#: ``decompose="auto"`` decomposes the ℓ1-input-norm objective for inputs of at least this many
+#: dimensions (measured: it removes 2d selection binaries, which pays from ~10 inputs up — e.g.
+#: [16,16,16,2] unit box 2.5 s against 37 s — while on the 2-input bundled model, with only 4
+#: selection binaries, the 4 candidate MIPs took 13–14 s against 8.6–8.8 s for the single MIP)
+AUTO_DECOMPOSE_MIN_DIM = 5
+
 
 class LipschitzError(ValueError):
     """A request that cannot be answered as asked (bad ``c``, wrong mode, ...)."""
@@ -264,7 +270,7 @@ def lipschitz(
     random_seed: int = 0,
     progress: Callable[[str], None] | None = None,
     split: bool | str | SplitOptions = "auto",
-    decompose: bool = True,
+    decompose: bool | str = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -293,7 +299,9 @@ def lipschitz(
         decompose: for the ℓ1 input norm (exact mode), solve ``max ||∇||_∞`` as the largest of
             the maxima of ``±∂_j`` — one small MIP per candidate, best bound first, skipping
             candidates that cannot beat the best verified value — instead of one MIP with a
-            selection binary per candidate. No effect for the ℓ∞ input norm or ``mode="lp"``.
+            selection binary per candidate. ``"auto"`` (the default) decomposes when the input
+            has at least ``AUTO_DECOMPOSE_MIN_DIM`` dimensions. No effect for the ℓ∞ input
+            norm or ``mode="lp"``.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -310,6 +318,10 @@ def lipschitz(
         split = network.input_dim <= AUTO_SPLIT_MAX_DIM
     elif isinstance(split, str):
         raise LipschitzError(f"split must be True, False, 'auto' or SplitOptions, got {split!r}")
+    if decompose == "auto":
+        decompose = network.input_dim >= AUTO_DECOMPOSE_MIN_DIM
+    elif not isinstance(decompose, bool):
+        raise LipschitzError(f"decompose must be True, False or 'auto', got {decompose!r}")
     if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
         return _split_lipschitz(
             network,

@@ -2,6 +2,9 @@
 
 import dataclasses
 
+import numpy as np
+import pytest
+
 import lipopt
 
 PUBLIC = {
@@ -66,3 +69,17 @@ def test_import_does_no_solver_work(monkeypatch):
     monkeypatch.setattr(registry, "available", lambda: calls.append(1) or [])
     importlib.reload(lipopt)
     assert calls == []
+
+
+def test_decompose_auto_follows_the_input_dimension():
+    """``decompose="auto"`` decomposes the ℓ1 objective from AUTO_DECOMPOSE_MIN_DIM inputs up."""
+    from lipopt.lipschitz import AUTO_DECOMPOSE_MIN_DIM, LipschitzError
+    from tests.helpers import random_network
+
+    rng = np.random.default_rng(4)
+    for d in (AUTO_DECOMPOSE_MIN_DIM - 1, AUTO_DECOMPOSE_MIN_DIM):
+        net = random_network(rng, [d, 6, 1])
+        res = lipopt.lipschitz(net, lipopt.Box(np.zeros(d), np.ones(d)), "l1", split=False)
+        assert ("candidates" in res.model_stats) == (d >= AUTO_DECOMPOSE_MIN_DIM)
+    with pytest.raises(LipschitzError, match="decompose must be"):
+        lipopt.lipschitz(net, lipopt.Box(np.zeros(d), np.ones(d)), "l1", decompose="yes")
