@@ -54,6 +54,7 @@ from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "models"))
+from machine import cpu_name  # noqa: E402
 from synthetic import make_dataset  # noqa: E402
 
 import lipopt  # noqa: E402
@@ -543,17 +544,6 @@ def figure1(cfg: Config, solver: str, path: Path, say: Callable[[str], None]) ->
 
 
 # ----------------------------------------------------------------------------- report
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _versions(solver: str) -> str:
     import scipy
 
@@ -584,7 +574,7 @@ def header(cfg: Config, solver: str, argv: Sequence[str], load: float, seconds: 
             f"- command: `{cmd}`",
             f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; "
             f"total run time {seconds / 60:.1f} min",
-            f"- machine: {platform.platform()}, {_cpu_name()}, {os.cpu_count()} logical CPUs; "
+            f"- machine: {platform.platform()}, {cpu_name()}, {os.cpu_count()} logical CPUs; "
             f"Python {platform.python_version()}; load average at the start {load:.2f}",
             f"- {_versions(solver)}",
             f"- settings: {cfg.seeds} networks per experiment, {cfg.balls} digit balls per "

@@ -37,6 +37,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import cpu_name  # noqa: E402
+
 import lipopt  # noqa: E402
 from lipopt import Box, LinfBall, SolverError  # noqa: E402
 from lipopt.domain import Domain  # noqa: E402
@@ -172,17 +174,6 @@ def summary(rows: list[Row], solvers: list[str], modes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def report(rows: list[Row], solvers: list[str], args: argparse.Namespace, argv: list[str]) -> str:
     versions = ", ".join(f"{name} {registry.get(name).version()}" for name in solvers)
     missing = [name for name in registry.ADAPTERS if name not in solvers]
@@ -194,7 +185,7 @@ def report(rows: list[Row], solvers: list[str], args: argparse.Namespace, argv: 
         "",
         f"- command: `{shlex.join(['python', 'benchmarks/solvers.py', *argv])}`",
         f"- date: {date}",
-        f"- machine: {platform.platform()}, {_cpu_name()}, {os.cpu_count()} logical CPUs; "
+        f"- machine: {platform.platform()}, {cpu_name()}, {os.cpu_count()} logical CPUs; "
         f"Python {platform.python_version()}; load average at the start {args.load:.2f}",
         f"- lipopt {lipopt.__version__}; solvers: {versions}"
         + (f"; not installed: {', '.join(missing)}" if missing else ""),
