@@ -2,6 +2,8 @@
 
     python benchmarks/speed.py                   # every case, 2 seeds, 300 s limit per solve
     python benchmarks/speed.py --quick           # two small cases, 1 seed, 60 s limit
+    python benchmarks/speed.py --norms l1 --out a.md && python benchmarks/speed.py --norms linf \
+        --out b.md && python benchmarks/speed.py --merge a.jsonl,b.jsonl   # one table, two runs
 
 Networks follow the reference recipe: He-normal weights, N(0, 0.5²) biases, own seeds. Domains:
 ``unit`` = [0,1]^d, ``ball`` = ℓ∞ ball of radius 0.1 around a uniform random centre. Each case is
@@ -12,20 +14,26 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
 - nodecomp (only with ``--configs``): the default without the ℓ1-norm decomposition.
 
-Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date.
+Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date, and
+the rows as JSON lines beside it (``speed.jsonl``), so that runs split by norm or seed can be
+merged into one table with ``--merge``. ``--jobs 2`` runs two solves at a time: quicker, but the
+solves then share the machine (the tuned/plain ratio stays a same-run measurement).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import multiprocessing as mp
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +83,7 @@ class Row:
     solve_s: float
     total_s: float
     peak_mb: float
+    commit: str = ""
 
 
 def make_case(widths: str, domain: str, seed: int) -> tuple[Any, Any, Any]:
@@ -97,6 +106,23 @@ def make_case(widths: str, domain: str, seed: int) -> tuple[Any, Any, Any]:
     )
     c = [1.0, -1.0] if sizes[-1] == 2 else None
     return net, region, c
+
+
+def _commit() -> str:
+    """The code measured: short commit hash, with ``+`` if the tree has local changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return (head or "unknown") + ("+" if dirty else "")
 
 
 def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
@@ -127,6 +153,7 @@ def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
             t.get("solve", 0.0),
             total,
             peak_mb,
+            _commit(),
         )
     )
 
@@ -152,7 +179,8 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
         "",
         f"Command: `python benchmarks/speed.py {' '.join(argv)}`  ",
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; started {started}.  ",
+        f"{platform.python_version()}; started {started}; code at commit "
+        f"{', '.join(sorted({r.commit for r in rows}))}.  ",
         "plain = interval bounds, no split, no decomposition; tuned = lipopt's default. "
         "Reference = original LipMIP with Gurobi 13, one thread (issue 5; – = timed out at "
         "300 s). Times in seconds.",
@@ -179,13 +207,51 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
             f"{_fmt(ref)} | {r.peak_mb:.0f} |"
         )
     if ratios:
-        tuned, plain = sum(t for t, _ in ratios), sum(p for _, p in ratios)
+        tuned_s, plain_s = sum(t for t, _ in ratios), sum(p for _, p in ratios)
         lines += [
             "",
-            f"Overall: tuned {tuned:.1f} s, plain {plain:.1f} s, ratio {tuned / plain:.2f}.",
+            f"Overall: tuned {tuned_s:.1f} s, plain {plain_s:.1f} s, "
+            f"ratio {tuned_s / plain_s:.2f}.",
         ]
+    lines += reference_summary(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def reference_summary(rows: list[Row]) -> list[str]:
+    """The issue's goal, counted: tuned solves of reference-solved cases that finished exactly in
+    less than the reference's time, and the tuned total against the reference total."""
+    solved: list[tuple[Row, float]] = []
+    for r in rows:
+        ref = REFERENCE.get((r.widths, r.domain), (None, None))[r.norm != "linf"]
+        if r.config == "tuned" and ref is not None:
+            solved.append((r, ref))
+    if not solved:
+        return []
+    beat = [r for r, ref in solved if r.status == "optimal" and r.total_s < ref]
+    missed = [
+        f"[{r.widths}] {r.domain} seed {r.seed} {r.norm} ({r.status}, {r.total_s:.1f} s vs {ref})"
+        for r, ref in solved
+        if r not in beat
+    ]
+    ours, theirs = sum(r.total_s for r, _ in solved), sum(ref for _, ref in solved)
+    out = [
+        "",
+        f"Against the reference: tuned finished exactly and faster on {len(beat)} of "
+        f"{len(solved)} reference-solved solves; tuned total {ours:.1f} s vs reference "
+        f"{theirs:.1f} s (ratio {ours / theirs:.2f}; timed-out solves count their limit).",
+    ]
+    if missed:
+        out.append("Missed: " + "; ".join(missed) + ".")
+    return out
+
+
+def save_rows(rows: list[Row], path: Path) -> None:
+    path.write_text("".join(json.dumps(asdict(r)) + "\n" for r in rows))
+
+
+def load_rows(path: Path) -> list[Row]:
+    return [Row(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,28 +266,50 @@ def main(argv: list[str] | None = None) -> int:
         "--configs", default="plain,tuned", help=f"comma list of {', '.join(VARIANTS)}"
     )
     parser.add_argument("--norms", default="linf,l1", help="comma list of linf, l1")
+    parser.add_argument("--jobs", type=int, default=1, help="solves run at a time (default 1)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "speed.md")
+    parser.add_argument(
+        "--merge", help="comma list of .jsonl files of earlier runs: write their rows as one table"
+    )
     args = parser.parse_args(argv)
+    shown_argv = sys.argv[1:] if argv is None else argv
+    if args.merge:
+        rows = [r for f in args.merge.split(",") for r in load_rows(Path(f))]
+        rows.sort(key=lambda r: (_case_order(r), r.seed, r.norm != "linf", r.config))
+        write_table(rows, args.out, shown_argv, "(merged runs)")
+        save_rows(rows, args.out.with_suffix(".jsonl"))
+        return 0
     cases = QUICK if args.quick else list(REFERENCE)
     if args.cases:
         cases = [cases[int(i)] for i in args.cases.split(",")]
     seeds = 1 if args.quick else args.seeds
     limit = 60.0 if args.quick else args.time_limit
     started = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    rows: list[Row] = []
-    for widths, domain in cases:
-        for seed in range(seeds):
-            for norm in args.norms.split(","):
-                for config in args.configs.split(","):
-                    row = run_one((widths, domain, seed, norm, config, limit))
-                    rows.append(row)
-                    print(
-                        f"[{widths}] {domain} seed {seed} {norm} {config}: {row.status} "
-                        f"{row.value:.6g} in {row.total_s:.1f} s",
-                        flush=True,
-                    )
-                    write_table(rows, args.out, sys.argv[1:] if argv is None else argv, started)
+    jobs = [
+        (widths, domain, seed, norm, config, limit)
+        for widths, domain in cases
+        for seed in range(seeds)
+        for norm in args.norms.split(",")
+        for config in args.configs.split(",")
+    ]
+    rows = []
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for row in pool.map(run_one, jobs):  # in submission order: the table keeps its order
+            rows.append(row)
+            print(
+                f"[{row.widths}] {row.domain} seed {row.seed} {row.norm} {row.config}: "
+                f"{row.status} {row.value:.6g} in {row.total_s:.1f} s",
+                flush=True,
+            )
+            write_table(rows, args.out, shown_argv, started)
+            save_rows(rows, args.out.with_suffix(".jsonl"))
     return 0
+
+
+def _case_order(row: Row) -> int:
+    keys = list(REFERENCE)
+    key = (row.widths, row.domain)
+    return keys.index(key) if key in keys else len(keys)
 
 
 if __name__ == "__main__":
