@@ -1,0 +1,170 @@
+"""The linear-region search (lipopt.regions) against independent truth.
+
+Truth is tests/oracle.py's brute-force region enumeration (it imports nothing from lipopt) and
+closed forms; sampled gradients check that no bound is ever beaten.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU, lipschitz
+from lipopt.bounds import propagate
+from lipopt.lipschitz import LipschitzError
+from lipopt.norms import dual_norm
+from lipopt.regions import RegionOptions, search_regions
+from tests.helpers import random_network
+from tests.oracle import brute_force_lipschitz, from_lipopt
+from tests.test_lipschitz_oracle import SCALAR_CASES
+
+BOX_CASES = [i for i, case in enumerate(SCALAR_CASES) if not isinstance(case[1], L1Ball)]
+
+# inputs of 5 and 6 dimensions: where regions="auto" is on (no domain split)
+#: the module (``lipopt.lipschitz`` the attribute is the function of that name)
+lipschitz_module = importlib.import_module("lipopt.lipschitz")
+
+AUTO_CASES = [
+    ([5, 8, 8, 1], LinfBall([0.5] * 5, 0.3), "linf"),
+    ([5, 8, 8, 1], LinfBall([0.5] * 5, 0.3), "l1"),
+    ([6, 10, 6, 2], Box(np.zeros(6), np.ones(6)), "linf"),
+    ([6, 10, 6, 2], Box(np.zeros(6), np.ones(6)), "l1"),
+]
+
+
+def _case(case: int):
+    widths, domain, norm = SCALAR_CASES[case]
+    rng = np.random.default_rng(100 + case)
+    net = random_network(rng, widths)
+    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
+    return net, domain, norm, c, rng
+
+
+@pytest.mark.parametrize("case", BOX_CASES)
+def test_region_search_equals_brute_force(case):
+    net, domain, norm, c, rng = _case(case)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    res = lipschitz(net, domain, norm=norm, c=c, regions=True)
+    assert res.status == "optimal" and res.exact_certified
+    assert "regions" in res.model_stats and res.model_stats["binaries"] == 0  # no MIP was run
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    cvec = np.ones(1) if c is None else c
+    # the witness is in the domain and attains the value
+    assert domain.contains(res.witness)
+    assert dual_norm(net.gradients(res.witness, cvec), norm) == pytest.approx(res.value, rel=1e-9)
+    sampled = dual_norm(net.gradients(domain.sample(10_000, rng), cvec), norm)
+    assert sampled.max() <= res.value * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("case", range(len(AUTO_CASES)))
+def test_auto_region_search_in_five_and_more_dimensions_equals_brute_force(case):
+    widths, domain, norm = AUTO_CASES[case]
+    rng = np.random.default_rng(7 + case)
+    net = random_network(rng, widths)
+    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    res = lipschitz(net, domain, norm=norm, c=c)  # regions="auto" runs first here
+    assert "regions" in res.timings
+    assert res.status == "optimal" and res.exact_certified
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("case", range(len(AUTO_CASES)))
+def test_unfinished_search_hands_over_to_the_mip_and_keeps_exactness(monkeypatch, case):
+    widths, domain, norm = AUTO_CASES[case]
+    rng = np.random.default_rng(7 + case)
+    net = random_network(rng, widths)
+    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES", 3)
+    res = lipschitz(net, domain, norm=norm, c=c)
+    assert "region search stopped after" in res.message
+    assert res.model_stats["binaries"] > 0  # the MIP ran
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 20, 80])
+@pytest.mark.parametrize("case", [2, 8, 10])
+def test_stopped_search_brackets_the_constant(case, limit):
+    net, domain, norm, c, _ = _case(case)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm).value
+    box = domain if isinstance(domain, Box) else domain.as_box()
+    cvec = np.ones(1) if c is None else np.asarray(c)
+    found = search_regions(
+        net, box.lower, box.upper, cvec, norm, propagate(net, box, cvec, "linear"),
+        RegionOptions(node_limit=limit),
+    )  # fmt: skip
+    assert found.upper >= truth * (1 - 1e-9)
+    if found.witness is not None:
+        assert found.lower <= truth * (1 + 1e-9)
+        assert dual_norm(net.gradients(found.witness, cvec), norm) == pytest.approx(found.lower)
+    if found.complete:
+        assert found.lower == pytest.approx(truth, rel=1e-6)
+
+
+def test_time_limited_search_returns_a_certified_bracket():
+    net, domain, norm, c, _ = _case(13)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm).value
+    res = lipschitz(net, domain, norm=norm, c=c, regions=RegionOptions(node_limit=4))
+    assert res.status == "time_limit"
+    assert res.upper >= truth * (1 - 1e-9)
+    assert res.lower is None or res.lower <= truth * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_single_linear_layer_is_its_weight_norm(norm):
+    weight = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+    net = Network.from_layers([Affine(weight, np.zeros(2))])
+    c = np.array([1.0, -1.0])
+    res = lipschitz(net, Box(np.zeros(3), np.ones(3)), norm=norm, c=c, regions=True)
+    assert res.value == pytest.approx(dual_norm(weight.T @ c, norm))
+    assert res.status == "optimal" and res.exact_certified
+
+
+def test_all_stable_network_needs_no_branching():
+    # every hidden neuron is active on the positive orthant: f is linear there
+    w1, w2 = np.array([[1.0, 2.0], [0.5, -0.25]]), np.array([[1.0, -3.0]])
+    net = Network.from_layers([Affine(w1, np.array([1.0, 1.0])), ReLU(), Affine(w2, [0.0])])
+    res = lipschitz(net, Box([0.0, 0.0], [1.0, 1.0]), norm="linf", regions=True)
+    assert res.value == pytest.approx(np.abs(w1.T @ w2[0]).sum())
+    assert res.model_stats["regions"] == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"output_norm": "l1"}, "fixed c"),
+        ({"mode": "lp"}, "mode 'exact'"),
+        ({"regions": "sometimes"}, "regions must be"),
+    ],
+)
+def test_region_search_refuses_what_it_cannot_answer(kwargs, words):
+    net = random_network(np.random.default_rng(0), [2, 4, 2])
+    options = {"regions": True, "c": [1.0, -1.0], **kwargs}
+    if "output_norm" in kwargs:
+        options.pop("c")
+    with pytest.raises(LipschitzError, match=words):
+        lipschitz(net, Box([0.0, 0.0], [1.0, 1.0]), **options)
+
+
+def test_region_search_refuses_l1_balls():
+    net = random_network(np.random.default_rng(0), [2, 4, 1])
+    with pytest.raises(LipschitzError, match="l-inf ball"):
+        lipschitz(net, L1Ball([0.0, 0.0], 1.0), regions=True)
+
+
+def test_auto_region_search_runs_only_where_the_domain_is_not_split():
+    from lipopt.lipschitz import AUTO_SPLIT_MAX_DIM
+
+    rng = np.random.default_rng(5)
+    for d in (AUTO_SPLIT_MAX_DIM, AUTO_SPLIT_MAX_DIM + 1):
+        net = random_network(rng, [d, 6, 1])
+        res = lipschitz(net, Box(np.zeros(d), np.ones(d)), "linf")
+        assert ("regions" in res.timings) == (d > AUTO_SPLIT_MAX_DIM)
+        off = lipschitz(net, Box(np.zeros(d), np.ones(d)), "linf", regions=False)
+        assert "regions" not in off.timings
+        assert off.value == pytest.approx(res.value, rel=1e-6)
