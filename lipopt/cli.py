@@ -195,6 +195,23 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="--norm l1: one MIP with a selection binary per entry and sign",
     )
+    regions = perf.add_mutually_exclusive_group()
+    regions.add_argument(
+        "--regions",
+        dest="regions",
+        action="store_const",
+        const=True,
+        default="auto",
+        help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
+    )
+    regions.add_argument(
+        "--no-regions",
+        dest="regions",
+        action="store_const",
+        const=False,
+        help="skip the region search (default: unless the domain is split, try it for "
+        "a few thousand nodes, then the MIP)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -399,12 +416,24 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
         f"value     {result.value:.10g}   [{result.status}: {verdict}]",
         f"lower     {lower}   attained at x = {_format_vector(result.witness)}",
         f"upper     {result.upper:.10g}",
-        f"model     {stats['variables']} variables, {stats['constraints']} constraints, "
-        f"{stats['binaries']} binaries ({stats['unstable_neurons']} unstable neurons)",
+        (
+            f"model     {stats['variables']} variables, {stats['constraints']} constraints, "
+            f"{stats['binaries']} binaries ({stats['unstable_neurons']} unstable neurons)"
+            if stats["variables"]
+            else f"model     no MIP needed ({stats['unstable_neurons']} unstable neurons)"
+        ),
         f"time      {result.seconds:.2f} s (bounds {t.get('bounds', 0):.2f}, "
         f"build {t.get('build', 0):.2f}, solve {t.get('solve', 0):.2f}, "
-        f"verify {t.get('verify', 0):.2f})    solver {result.solver}",
+        f"verify {t.get('verify', 0):.2f}"
+        + (f", regions {t['regions']:.2f}" if "regions" in t else "")
+        + f")    solver {result.solver}",
     ]
+    if "regions" in stats:
+        lines.insert(
+            -1,
+            f"regions   {stats['regions']} linear regions reached, {stats['region_nodes']} "
+            f"search nodes, {stats['region_lps']} LPs",
+        )
     if result.message:
         lines.append(f"note      {result.message}")
     return "\n".join(lines)
@@ -440,6 +469,7 @@ def run_solve(args: argparse.Namespace) -> int:
         bounds=args.bounds,
         split=args.split,
         decompose=args.decompose,
+        regions=args.regions,
     )
     if args.json:
         out = result.to_dict()

@@ -79,7 +79,9 @@ def test_decompose_auto_follows_the_input_dimension():
     rng = np.random.default_rng(4)
     for d in (AUTO_DECOMPOSE_MIN_DIM - 1, AUTO_DECOMPOSE_MIN_DIM):
         net = random_network(rng, [d, 6, 1])
-        res = lipopt.lipschitz(net, lipopt.Box(np.zeros(d), np.ones(d)), "l1", split=False)
+        res = lipopt.lipschitz(
+            net, lipopt.Box(np.zeros(d), np.ones(d)), "l1", split=False, regions=False
+        )
         assert ("candidates" in res.model_stats) == (d >= AUTO_DECOMPOSE_MIN_DIM)
     with pytest.raises(LipschitzError, match="decompose must be"):
         lipopt.lipschitz(net, lipopt.Box(np.zeros(d), np.ones(d)), "l1", decompose="yes")

@@ -240,7 +240,13 @@ def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
 
 
 @pytest.mark.parametrize(
-    "levers", [["--bounds", "interval", "--no-split"], ["--bounds", "lp", "--split"]]
+    "levers",
+    [
+        ["--bounds", "interval", "--no-split"],
+        ["--bounds", "lp", "--split"],
+        ["--regions"],
+        ["--no-split", "--no-regions"],
+    ],
 )
 def test_cli_speed_levers_keep_the_value(one_output_model, capsys, levers):
     path, _ = one_output_model
@@ -248,3 +254,15 @@ def test_cli_speed_levers_keep_the_value(one_output_model, capsys, levers):
     code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--json", *levers)
     assert code == 0
     assert json.loads(out)["value"] == pytest.approx(json.loads(base)["value"], rel=1e-6)
+
+
+def test_cli_region_search_summary_and_refusal(one_output_model, capsys):
+    path, net = one_output_model
+    code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--regions", "--quiet")
+    assert code == 0
+    assert "no MIP needed" in out and "linear regions reached" in out and "[optimal: exact]" in out
+    code, _, err = _run(
+        capsys, "solve", path, "--box", "0,1", "--regions", "--output-norm", "abs", "--quiet"
+    )
+    assert code != 0 and "fixed c" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

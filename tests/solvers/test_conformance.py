@@ -4,8 +4,9 @@ On the same small random networks every solver must give the brute-force constan
 to 1e-6; the LP relaxation must bound it from above; a gap-limited answer must bracket it within
 the gap; a time-limited answer must still be sound (or fail with one clear line).
 
-Most tests pass ``split=False`` so that each is one MIP solved by the adapter under test (the
-default ``split="auto"`` would cut small boxes into parts first); one test runs the default.
+Most tests pass ``split=False, regions=False`` so that each is one MIP solved by the adapter
+under test (by default small boxes are cut into parts first, and larger domains first go to the
+linear-region search); one test runs the default.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ REL = 1e-6
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_solver_exact_value_matches_brute_force(solver: str, case: Case) -> None:
     res = lipopt.lipschitz(
-        case.network(), case.domain, case.norm, case.c(), solver=solver, split=False
+        case.network(), case.domain, case.norm, case.c(), solver=solver, split=False, regions=False
     )
     exact = exact_value(case)
     assert res.status == "optimal"
@@ -49,7 +50,7 @@ def test_solver_l1_norm_exact_with_and_without_decomposition(
     """The l1 input norm both ways: candidate MIPs under cutoffs (an infeasible verdict means
     "cannot win"), or one MIP with selection binaries."""
     res = lipopt.lipschitz(
-        case.network(), case.domain, case.norm, case.c(), solver=solver, split=False,
+        case.network(), case.domain, case.norm, case.c(), solver=solver, split=False, regions=False,
         decompose=decompose,
     )  # fmt: skip
     exact = exact_value(case)
@@ -82,7 +83,14 @@ def test_solver_lp_mode_bounds_exact_value(solver: str, case: Case) -> None:
 def test_solver_gap_limited_result_brackets_exact_value(solver: str, case: Case) -> None:
     gap = 0.2
     res = lipopt.lipschitz(
-        case.network(), case.domain, case.norm, case.c(), solver=solver, gap=gap, split=False
+        case.network(),
+        case.domain,
+        case.norm,
+        case.c(),
+        solver=solver,
+        gap=gap,
+        split=False,
+        regions=False,
     )
     exact = exact_value(case)
     assert res.status in ("gap_limit", "optimal")  # optimal: the solver closed the gap anyway
@@ -121,12 +129,16 @@ def test_solver_time_limit_is_sound_or_one_clear_line(solver: str) -> None:
     domain = Box([0.0] * 3, [1.0] * 3)
     c = np.array([1.0, -1.0])
     sampled = dual_norm(net.gradients(domain.sample(5000, rng), c), "linf").max()
-    res = lipopt.lipschitz(net, domain, "linf", c, solver=solver, time_limit=1.0, split=False)
+    res = lipopt.lipschitz(
+        net, domain, "linf", c, solver=solver, time_limit=1.0, split=False, regions=False
+    )
     assert res.status == "time_limit"
     assert res.lower is not None and res.lower <= res.upper
     assert sampled <= res.upper
     try:
-        tiny = lipopt.lipschitz(net, domain, "linf", c, solver=solver, time_limit=1e-3, split=False)
+        tiny = lipopt.lipschitz(
+            net, domain, "linf", c, solver=solver, time_limit=1e-3, split=False, regions=False
+        )
     except SolverError as exc:
         assert "without a proven bound" in str(exc) and "\n" not in str(exc)
     else:
@@ -150,7 +162,14 @@ def test_solver_verbose_log_goes_to_stderr(solver: str, capfd: pytest.CaptureFix
     """--verbose streams the solver's log to stderr; stdout stays for results (--json)."""
     case = CASES[1]
     lipopt.lipschitz(
-        case.network(), case.domain, case.norm, case.c(), solver=solver, verbose=True, split=False
+        case.network(),
+        case.domain,
+        case.norm,
+        case.c(),
+        solver=solver,
+        verbose=True,
+        split=False,
+        regions=False,
     )
     out, err = capfd.readouterr()
     assert out.strip() == ""

@@ -32,7 +32,8 @@ def test_gurobi_size_limited_licence_refusal_is_one_clear_line():
             [1.0, -1.0],
             solver="gurobi",
             bounds="interval",
-            split=False,  # one model, built fast
+            split=False,
+            regions=False,  # one model, built fast
         )
     message = str(info.value)
     assert "size-limited licence" in message and "--solver highs" in message
