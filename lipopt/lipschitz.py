@@ -44,11 +44,15 @@ AUTO_SPLIT_MAX_DIM = 4
 AUTO_DECOMPOSE_MIN_DIM = 5
 
 #: ``regions="auto"`` (where the domain is not split) first searches the linear regions
-#: (:mod:`lipopt.regions`) for at most this many nodes (about 3 s here) and falls back to the
-#: MIP with what it proved. Measured in benchmarks/speed.py: ℓ∞ balls of radius 0.1 in 10–16
-#: dimensions finish within a few hundred nodes, 2–10× faster than the MIP; unit boxes in 10
-#: dimensions and more hold too many regions and go on to the MIP (the search costs ~3 s there).
+#: (:mod:`lipopt.regions`) for a number of nodes and then falls back to the MIP with what it
+#: proved. The budget follows the share of unstable neurons, a cheap sign of how many regions the
+#: domain holds: with at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable (unit
+#: boxes in 10+ dimensions in benchmarks/speed.py: 98–100%, where the search never finished) it
+#: gets ``AUTO_REGION_NODES`` nodes (~3 s here); below it (ℓ∞ balls of radius 0.1: 20–68%, all
+#: finished within 40 000 nodes, most within a few hundred) ``AUTO_REGION_NODES_FEW_UNSTABLE``.
 AUTO_REGION_NODES = 6000
+AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
+AUTO_REGION_UNSTABLE_SHARE = 0.9
 
 
 class LipschitzError(ValueError):
@@ -314,10 +318,11 @@ def lipschitz(
         regions: search the activation patterns (linear regions) directly, by branch and bound
             with a feasibility LP per branch (:mod:`lipopt.regions`); exact mode, a fixed c,
             boxes and ℓ∞ balls. True (or :class:`~lipopt.regions.RegionOptions`) answers by
-            the search alone, within the time limit; ``"auto"`` (the default) tries it for
-            ``AUTO_REGION_NODES`` nodes when the domain is not split and, if it has not
-            finished, goes on with the MIP, keeping the better of the two lower and upper
-            bounds; False skips it.
+            the search alone, within the time limit; ``"auto"`` (the default) tries it, when
+            the domain is not split, for ``AUTO_REGION_NODES`` nodes (or
+            ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
+            the hidden neurons are unstable) and, if it has not finished, goes on with the
+            MIP, keeping the better of the two lower and upper bounds; False skips it.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -469,6 +474,7 @@ def _region_options(
         and isinstance(domain, (Box, LinfBall))
     )
     if regions == "auto":
+        # _region_lipschitz raises the budget where few neurons are unstable
         return RegionOptions(node_limit=AUTO_REGION_NODES) if applicable else None
     if not applicable:
         raise LipschitzError(
@@ -502,6 +508,9 @@ def _region_lipschitz(
             options,
             time_limit=limit if options.time_limit is None else min(limit, options.time_limit),
         )
+    hidden = sum(network.hidden_widths)
+    if fallback and hidden and net_bounds.unstable_count < AUTO_REGION_UNSTABLE_SHARE * hidden:
+        options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE)
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons; searching regions...")
     try:
         found = search_regions(network, box.lower, box.upper, c, norm, net_bounds, options)

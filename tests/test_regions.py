@@ -79,6 +79,7 @@ def test_unfinished_search_hands_over_to_the_mip_and_keeps_exactness(monkeypatch
     c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
     monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES", 3)
+    monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 3)
     res = lipschitz(net, domain, norm=norm, c=c)
     assert "region search stopped after" in res.message
     assert res.model_stats["binaries"] > 0  # the MIP ran
