@@ -513,7 +513,9 @@ def _region_lipschitz(
         options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE)
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons; searching regions...")
     try:
-        found = search_regions(network, box.lower, box.upper, c, norm, net_bounds, options)
+        found = search_regions(
+            network, box.lower, box.upper, c, norm, net_bounds, options, progress=say
+        )
     except RuntimeError as err:  # the LP solver could not decide a node
         raise SolverError(f"region search: {err}") from err
     say(

@@ -31,6 +31,7 @@ costs one small warm-started LP per branch; the MIP is better where regions are 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import highspy
@@ -45,6 +46,8 @@ FloatArray = NDArray[np.float64]
 
 #: relative slack when comparing a node's bound with the best value (float rounding)
 PRUNE_SLACK = 1e-9
+#: seconds between progress messages
+PROGRESS_SECONDS = 5.0
 #: a pre-activation bound within this (relative) distance of 0 is not trusted to fix a sign
 SIGN_SLACK = 1e-9
 
@@ -312,11 +315,13 @@ def search_regions(
     norm: InputNorm | str,
     bounds: NetworkBounds,
     options: RegionOptions | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> RegionSearch:
     """Search the linear regions of ``c^T f`` on the box for the largest gradient dual norm.
 
     ``bounds`` must be sound pre-activation bounds on the box (any :mod:`lipopt.bounds`
     method); the result is exact when ``complete`` and a certified bracket otherwise.
+    ``progress`` is called every ``PROGRESS_SECONDS`` with the nodes, regions and best value.
     """
     start = time.perf_counter()
     options = options or RegionOptions()
@@ -335,6 +340,7 @@ def search_regions(
         search.enter_layer(root)
     root.bound = search.gradient_bound(root.lo, root.hi)
     stack = [root]
+    next_report = start + PROGRESS_SECONDS
     open_bound = -np.inf  # largest bound of a node left unexplored at a limit
     stopped = False
     while stack:
@@ -366,6 +372,12 @@ def search_regions(
                     continue
                 node.point = point
         search.nodes += 1
+        if progress is not None and time.perf_counter() >= next_report:
+            next_report = time.perf_counter() + PROGRESS_SECONDS
+            progress(
+                f"region search: {search.nodes} nodes, {search.regions} regions, "
+                f"best {search.best:.6g}, {len(stack)} branches waiting"
+            )
         if node.layer == hidden:
             search.leaf(node)
             continue

@@ -169,3 +169,13 @@ def test_auto_region_search_runs_only_where_the_domain_is_not_split():
         off = lipschitz(net, Box(np.zeros(d), np.ones(d)), "linf", regions=False)
         assert "regions" not in off.timings
         assert off.value == pytest.approx(res.value, rel=1e-6)
+
+
+def test_long_searches_report_progress(monkeypatch):
+    import lipopt.regions as regions_module
+
+    monkeypatch.setattr(regions_module, "PROGRESS_SECONDS", 0.0)
+    net, domain, norm, c, _ = _case(2)
+    messages: list[str] = []
+    lipschitz(net, domain, norm=norm, c=c, regions=True, progress=messages.append)
+    assert any(m.startswith("region search:") and "nodes" in m for m in messages)
