@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -137,6 +137,15 @@ def _add_problem_arguments(parser: argparse.ArgumentParser, output_norm: bool = 
     )
 
 
+def _add_switch(group: Any, name: str, on: str, off: str) -> None:
+    """``--name`` / ``--no-name``: True / False, and "auto" when neither is given."""
+    pair = group.add_mutually_exclusive_group()
+    pair.add_argument(
+        f"--{name}", dest=name, action="store_const", const=True, default="auto", help=on
+    )
+    pair.add_argument(f"--no-{name}", dest=name, action="store_const", const=False, help=off)
+
+
 def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_problem_arguments(parser)
     sol = parser.add_argument_group("solving")
@@ -164,52 +173,24 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         default="linear",
         help="bound propagation before modelling (default: linear)",
     )
-    split = perf.add_mutually_exclusive_group()
-    split.add_argument(
-        "--split",
-        dest="split",
-        action="store_const",
-        const=True,
-        default="auto",
-        help="always split the domain (boxes and l-inf balls)",
+    _add_switch(
+        perf,
+        "split",
+        on="always split the domain (boxes and l-inf balls)",
+        off="never split the domain (default: split boxes of <= 4 inputs)",
     )
-    split.add_argument(
-        "--no-split",
-        dest="split",
-        action="store_const",
-        const=False,
-        help="never split the domain (default: split boxes of <= 4 inputs)",
-    )
-    decompose = perf.add_mutually_exclusive_group()
-    decompose.add_argument(
-        "--decompose",
-        dest="decompose",
-        action="store_true",
-        default="auto",
-        help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
+    _add_switch(
+        perf,
+        "decompose",
+        on="--norm l1: one small MIP per gradient entry and sign, best bound first, "
         "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
+        off="--norm l1: one MIP with a selection binary per entry and sign",
     )
-    decompose.add_argument(
-        "--no-decompose",
-        dest="decompose",
-        action="store_false",
-        help="--norm l1: one MIP with a selection binary per entry and sign",
-    )
-    regions = perf.add_mutually_exclusive_group()
-    regions.add_argument(
-        "--regions",
-        dest="regions",
-        action="store_const",
-        const=True,
-        default="auto",
-        help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
-    )
-    regions.add_argument(
-        "--no-regions",
-        dest="regions",
-        action="store_const",
-        const=False,
-        help="skip the region search (default: unless the domain is split, try it for "
+    _add_switch(
+        perf,
+        "regions",
+        on="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
+        off="skip the region search (default: unless the domain is split, try it for "
         "6000 nodes, 60000 if under 90%% of neurons are unstable, then the MIP)",
     )
     out = parser.add_argument_group("output")
