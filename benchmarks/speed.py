@@ -9,10 +9,11 @@ Networks follow the reference recipe: He-normal weights, N(0, 0.5²) biases, own
 ``unit`` = [0,1]^d, ``ball`` = ℓ∞ ball of radius 0.1 around a uniform random centre. Each case is
 solved exactly twice in one run, in a fresh process each (so peak memory is per case):
 
-- plain: interval bounds, no domain splitting, no ℓ1-norm decomposition
-  (``bounds="interval", split=False, decompose=False``): the paper's formulation;
+- plain: interval bounds, no domain splitting, no ℓ1-norm decomposition, no region search
+  (``bounds="interval", split=False, decompose=False, regions=False``): the paper's formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp (only with ``--configs``): the default without the ℓ1-norm decomposition.
+- nodecomp, noregions (only with ``--configs``): the default without the ℓ1-norm
+  decomposition, or without the region search.
 
 Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date, and
 the rows as JSON lines beside it (``speed.jsonl``), so that runs split by norm or seed can be
@@ -56,13 +57,19 @@ REFERENCE: dict[tuple[str, str], tuple[float | None, float | None]] = {
 }
 QUICK = [("16,16,16,2", "ball"), ("10,20,20,1", "ball")]
 
-PLAIN: dict[str, Any] = {"bounds": "interval", "split": False, "decompose": False}
+PLAIN: dict[str, Any] = {
+    "bounds": "interval",
+    "split": False,
+    "decompose": False,
+    "regions": False,
+}
 TUNED: dict[str, Any] = {}  # lipopt.lipschitz's own defaults
 #: extra configurations for A/B runs (--configs): the default with one lever switched off
 VARIANTS: dict[str, dict[str, Any]] = {
     "plain": PLAIN,
     "tuned": TUNED,
     "nodecomp": {"decompose": False},
+    "noregions": {"regions": False},
 }
 
 
@@ -181,7 +188,8 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; started {started}; code at commit "
         f"{', '.join(sorted({r.commit for r in rows}))}.  ",
-        "plain = interval bounds, no split, no decomposition; tuned = lipopt's default. "
+        "plain = interval bounds, no split, no decomposition, no region search; tuned = "
+        "lipopt's default. "
         "Reference = original LipMIP with Gurobi 13, one thread (issue 5; – = timed out at "
         "300 s). Times in seconds.",
         "",
