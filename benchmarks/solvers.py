@@ -110,6 +110,7 @@ def run_one(problem: Problem, mode: str, solver: str, time_limit: float, bounds:
             time_limit=time_limit,
             bounds=bounds,
             split=False,  # one MIP per problem: the solvers are compared
+            regions=False,  # (the region search would answer some without a solver)
             **MODES[mode],  # type: ignore[arg-type]
         )
     except SolverError as exc:
