@@ -535,10 +535,16 @@ def _region_lipschitz(
     used = time.perf_counter() - start
     if not found.complete and fallback and (time_limit is None or used < time_limit):
         rest = None if time_limit is None else time_limit - used
-        result = lipschitz(
-            network, domain, norm, seed, regions=False, time_limit=rest, **mip_arguments
-        )
-        return _with_region_bounds(result, found, timings)
+        try:
+            result = lipschitz(
+                network, domain, norm, seed, regions=False, time_limit=rest, **mip_arguments
+            )
+        except SolverError:
+            if found.witness is None:
+                raise
+            say("the MIP proved nothing in the time left; answering with the region search")
+        else:
+            return _with_region_bounds(result, found, timings)
     lower = found.lower if found.witness is not None else None
     upper = found.upper if lower is None else max(found.upper, lower)
     exact = found.complete and found.witness is not None

@@ -21,8 +21,9 @@ points where f is differentiable). This module searches those patterns depth fir
 
 When the search ends the best leaf is the exact constant. Stopped early (node or time limit)
 the certified upper bound is the largest bound of the nodes left open. A leaf whose interior
-point fails the numpy check (a region thinner than the LP's tolerance) is not taken as a lower
-bound; its value is kept as an upper-bound term, so no answer is ever lost to tolerance.
+point fails the numpy check is not taken as a lower bound; its value is kept as an upper-bound
+term. A polytope whose LP margin is 0 is taken as empty: regions thinner than about 1e-13 (the
+LP's precision) are missed, as the MIP's feasibility tolerance and the brute force miss them.
 
 It pays when the domain holds few linear regions (small balls, low-dimensional boxes) and
 costs one small warm-started LP per branch; the MIP is better where regions are many.
@@ -238,7 +239,7 @@ class _Search:
             on, off = lo_k == 1.0, hi_k == 0.0
             free = ~(on | off)
             low, u = np.minimum(zlo, 0.0), np.maximum(zhi, 0.0)
-            width = np.where(free, u - low, 1.0)
+            width = np.where(free, np.maximum(u - low, np.finfo(float).tiny), 1.0)
             slope_up = np.where(on, 1.0, np.where(free, u / width, 0.0))
             shift_up = np.where(free, -u * low / width, 0.0)
             slope_low = np.where(on | (free & (u > -low)), 1.0, 0.0)
@@ -277,6 +278,10 @@ class _Search:
         node.lo, node.hi = list(node.lo), list(node.hi)
         node.lo[k] = np.maximum(node.lo[k], lo_k)
         node.hi[k] = np.minimum(node.hi[k], hi_k)
+        # a neuron constant on this node (zero row) is fixed by its constant's sign; at 0 its
+        # output is 0 whatever the derivative, so 0 is taken (no LP row, which would be 0 = 0)
+        constant = ~np.any(matrix != 0.0, axis=1)
+        node.lo[k][constant] = node.hi[k][constant] = (offset[constant] > 0).astype(np.float64)
 
     def next_layer(self, node: _Node) -> _Node:
         """All of layer k fixed: compose its pattern into the affine map of layer k+1."""
@@ -289,16 +294,25 @@ class _Search:
             node.z_range, node.point, node.margin, node.bound,
         )  # fmt: skip
 
+    def strictly_inside(self, point: FloatArray, pattern: list[FloatArray]) -> bool:
+        """Whether every pre-activation at ``point`` has its pattern's sign strictly (so a ball
+        around the point lies in the pattern's region); neurons constant on the region (a zero
+        row of their affine map along the pattern) are exempt."""
+        matrix = self.affines[0].weight
+        for z, mask, nxt in zip(self.network.pre_activations(point), pattern, self.affines[1:]):
+            varying = np.any(matrix != 0.0, axis=1)
+            if not np.all(np.where(varying, np.where(mask == 1.0, z[0] > 0, z[0] < 0), True)):
+                return False
+            matrix = nxt.weight @ (mask[:, None] * matrix)
+        return True
+
     def leaf(self, node: _Node) -> None:
         """A complete pattern: verify its interior point in numpy and record the value."""
         self.regions += 1
         matrix, _ = node.affine  # the output Jacobian
         value = float(dual_norm(matrix.T @ self.c, self.norm))
         point = np.clip(node.point, self.box[0], self.box[1])
-        pattern = self.network.pre_activations(point)
-        strict = all(
-            np.all(np.where(lo == 1.0, z[0] > 0, z[0] < 0)) for z, lo in zip(pattern, node.lo)
-        )
+        strict = self.strictly_inside(point, node.lo)
         if strict:
             attained = float(dual_norm(self.network.gradients(point, self.c), self.norm))
             if attained > self.best:

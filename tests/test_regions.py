@@ -179,3 +179,44 @@ def test_long_searches_report_progress(monkeypatch):
     messages: list[str] = []
     lipschitz(net, domain, norm=norm, c=c, regions=True, progress=messages.append)
     assert any(m.startswith("region search:") and "nodes" in m for m in messages)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("out", [[1.0, 3.0], [-1.0, 3.0], [5.0, -3.0]])
+def test_neurons_constant_on_a_region_are_fixed_not_branched(norm, out):
+    # the second layer's first neuron is h0 + h1 with h = relu of the inputs: on the region
+    # where both inputs are negative it is the constant 0 (a zero row), which once crashed
+    # the search with a division by zero
+    net = Network.from_layers(
+        [
+            Affine(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 2.0]]), np.array([0.0, 0.0, 5.0])),
+            ReLU(),
+            Affine(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), np.zeros(2)),
+            ReLU(),
+            Affine(np.array([out]), np.zeros(1)),
+        ]
+    )
+    domain = Box([-1.0, -1.0], [1.0, 1.0])
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), None, norm)
+    res = lipschitz(net, domain, norm=norm, regions=True)
+    assert res.status == "optimal" and res.exact_certified
+    assert res.value == pytest.approx(truth.value, rel=1e-9)
+
+
+def test_duplicate_neurons_whose_difference_is_zero_everywhere():
+    d = 5
+    w1 = np.zeros((3, d))
+    w1[0, 0] = w1[1, 0] = 1.0
+    w1[2] = 1.0
+    net = Network.from_layers(
+        [
+            Affine(w1, np.array([0.0, 0.0, 10.0])),
+            ReLU(),
+            Affine(np.array([[1.0, -1.0, 0.0], [0.0, 0.0, 1.0]]), np.zeros(2)),
+            ReLU(),
+            Affine(np.array([[1.0, 2.0]]), np.zeros(1)),
+        ]
+    )
+    # h0 - h1 is 0 everywhere, so f = 2 * (sum(x) + 10) on the box: the constant is 2 * ||1||_1
+    res = lipschitz(net, Box(-np.ones(d), np.ones(d)), "linf")
+    assert res.value == pytest.approx(2.0 * d) and res.status == "optimal"
