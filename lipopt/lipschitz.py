@@ -540,7 +540,7 @@ def _region_lipschitz(
                 network, domain, norm, seed, regions=False, time_limit=rest, **mip_arguments
             )
         except SolverError:
-            if found.witness is None:
+            if not np.isfinite(found.upper):
                 raise
             say("the MIP proved nothing in the time left; answering with the region search")
         else:
