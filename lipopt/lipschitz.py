@@ -188,12 +188,14 @@ def build_model(
 
 
 def _pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
-    """The full 0/1 activation pattern: known states, and rounded binaries for unstable neurons."""
+    """The full 0/1 activation pattern: known states, and rounded binaries for unstable neurons
+    (a binary that no constraint uses, e.g. of a neuron that is 0 on the whole domain, is left
+    out by the solver and taken as 0)."""
     pattern = []
     for state, layer_bins in zip(bounds.states, lip.activations):
         mask = (state == NeuronState.ACTIVE).astype(np.float64)
         for i, var in layer_bins.items():
-            mask[i] = 1.0 if values[var] > 0.5 else 0.0
+            mask[i] = 1.0 if values.get(var, 0.0) > 0.5 else 0.0
         pattern.append(mask)
     return pattern
 
@@ -207,7 +209,7 @@ def _exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
     if model.component("excluded_patterns") is None:
         model.excluded_patterns = pe.ConstraintList()
     model.excluded_patterns.add(
-        pe.quicksum((1 - v) if values[v] > 0.5 else v for v in binaries) >= 1
+        pe.quicksum((1 - v) if values.get(v, 0.0) > 0.5 else v for v in binaries) >= 1
     )
     return True
 

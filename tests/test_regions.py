@@ -220,3 +220,17 @@ def test_duplicate_neurons_whose_difference_is_zero_everywhere():
     # h0 - h1 is 0 everywhere, so f = 2 * (sum(x) + 10) on the box: the constant is 2 * ||1||_1
     res = lipschitz(net, Box(-np.ones(d), np.ones(d)), "linf")
     assert res.value == pytest.approx(2.0 * d) and res.status == "optimal"
+
+
+def test_mip_and_search_agree_with_a_neuron_that_is_zero_on_the_whole_domain():
+    # layer-1 neuron 2 has zero weights and bias: its binary appears in no constraint, so the
+    # solver returns no value for it (the MIP once failed with a KeyError there)
+    rng = np.random.default_rng(0)
+    w1, b1 = rng.normal(size=(6, 6)), rng.normal(size=6) * 0.5
+    w1[2], b1[2] = 0.0, 0.0
+    net = Network.from_layers([Affine(w1, b1), ReLU(), Affine(rng.normal(size=(1, 6)), [0.0])])
+    domain = Box(np.zeros(6), np.ones(6))
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), None, "linf").value
+    for regions in (True, False):
+        res = lipschitz(net, domain, norm="linf", regions=regions)
+        assert res.value == pytest.approx(truth, rel=1e-6)
