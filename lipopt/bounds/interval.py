@@ -38,6 +38,10 @@ class NeuronState(IntEnum):
     UNSTABLE = 2
 
 
+#: plain ints of the states for hot loops (an Enum member lookup costs a Python call each time)
+_ACTIVE, _INACTIVE = int(NeuronState.ACTIVE), int(NeuronState.INACTIVE)
+
+
 def classify(lower: FloatArray, upper: FloatArray) -> NDArray[np.int8]:
     """ACTIVE where ``l >= 0``, INACTIVE where ``u <= 0`` (checked first), else UNSTABLE."""
     state = np.full(lower.shape, NeuronState.UNSTABLE, dtype=np.int8)
@@ -117,11 +121,11 @@ def first_layer_bounds(
 def _switch(
     state: NDArray[np.int8], lower: FloatArray, upper: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    s_lower = np.where(state == NeuronState.ACTIVE, lower, np.minimum(lower, 0.0))
-    s_upper = np.where(state == NeuronState.ACTIVE, upper, np.maximum(upper, 0.0))
-    inactive = state == NeuronState.INACTIVE
-    s_lower = np.where(inactive, 0.0, s_lower)
-    s_upper = np.where(inactive, 0.0, s_upper)
+    active, inactive = state == _ACTIVE, state == _INACTIVE
+    s_lower = np.where(active, lower, np.minimum(lower, 0.0))
+    s_upper = np.where(active, upper, np.maximum(upper, 0.0))
+    s_lower[inactive] = 0.0
+    s_upper[inactive] = 0.0
     return s_lower, s_upper
 
 
