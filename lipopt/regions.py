@@ -12,8 +12,9 @@ points where f is differentiable). This module searches those patterns depth fir
 - Neurons whose sign is fixed on the whole box (from the propagated bounds, or from the exact
   affine map of a layer once the layers before it are fixed) are never branched on.
 - Each node gets a sound upper bound on the gradient norm of every completion of its pattern:
-  interval arithmetic through the backward pass with fixed neurons' derivatives 0 or 1 and the
-  others in [0, 1]; the next layer's signs are re-bounded from the node's partial pattern.
+  interval arithmetic through the backward pass (:func:`lipopt.bounds.interval.backward_interval`
+  with the node's neuron states); the next layer's signs are re-bounded from the node's partial
+  pattern through the CROWN relaxation (:func:`lipopt.bounds.linear.relu_relaxation`).
   A node whose bound does not exceed the best attained value is discarded.
 - A leaf (a complete pattern) is checked in numpy: the LP's interior point x must have every
   pre-activation strictly of its pattern's sign. Its gradient norm is then attained in a
@@ -39,7 +40,14 @@ import highspy
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.bounds.interval import NetworkBounds
+from lipopt.bounds.interval import (
+    NetworkBounds,
+    NeuronState,
+    _affine_interval,
+    backward_interval,
+    classify,
+)
+from lipopt.bounds.linear import relu_relaxation
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
 
@@ -49,8 +57,6 @@ FloatArray = NDArray[np.float64]
 PRUNE_SLACK = 1e-9
 #: seconds between progress messages
 PROGRESS_SECONDS = 5.0
-#: a pre-activation bound within this (relative) distance of 0 is not trusted to fix a sign
-SIGN_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -96,8 +102,7 @@ class _Node:
     layer: int  # hidden layer being fixed (0-based)
     depth: int  # number of LP rows on the path to this node
     row: tuple[FloatArray, float] | None  # (a, b): the node's own constraint a·x + b >= ||a|| e
-    lo: list[FloatArray]  # per hidden layer, derivative lower bounds (1 = known active)
-    hi: list[FloatArray]  # per hidden layer, derivative upper bounds (0 = known inactive)
+    states: list[NDArray[np.int8]]  # per hidden layer, NeuronState of each neuron on this node
     affine: tuple[FloatArray, FloatArray]  # (A_k, b_k): z_k = A_k x + b_k on this node
     z_range: tuple[FloatArray, FloatArray]  # bounds of z_k on the box
     point: FloatArray  # an interior point of the parent's polytope
@@ -149,19 +154,10 @@ class _FeasibilityLP:
         return float(values[self.dim]), values[: self.dim].copy()
 
 
-def _interval_affine(
-    matrix: FloatArray, offset: FloatArray, centre: FloatArray, radius: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Range of ``matrix x + offset`` over the box ``centre ± radius``."""
-    mid = matrix @ centre + offset
-    spread = np.abs(matrix) @ radius
-    slack = SIGN_SLACK * (1.0 + np.abs(mid) + spread)
-    return mid - spread - slack, mid + spread + slack
-
-
-def _derivative_range(lower: FloatArray, upper: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """ReLU derivative bounds from pre-activation bounds: 1 where z > 0, 0 where z < 0."""
-    return np.where(lower > 0, 1.0, 0.0), np.where(upper < 0, 0.0, 1.0)
+def _fixed(state: NDArray[np.int8], index: int, value: NeuronState) -> NDArray[np.int8]:
+    out = state.copy()
+    out[index] = value
+    return out
 
 
 class _Search:
@@ -178,8 +174,6 @@ class _Search:
         self.affines = network.affine_layers
         self.hidden = len(self.affines) - 1
         self.box = (np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64))
-        self.centre = (self.box[0] + self.box[1]) / 2
-        self.radius = (self.box[1] - self.box[0]) / 2
         self.c = np.asarray(c, dtype=np.float64)
         self.norm = norm
         self.pre_lower = [np.asarray(v) for v in bounds.pre_lower]
@@ -191,19 +185,23 @@ class _Search:
         self.nodes = 0
         self.regions = 0
 
-    def backward_interval(
-        self, lo: list[FloatArray], hi: list[FloatArray], stop: int
-    ) -> tuple[FloatArray, FloatArray]:
-        """Interval of ``y_stop`` (the gradient w.r.t. hidden layer ``stop``'s output; the
-        input gradient for ``stop = -1``), each derivative of layers > stop in ``[lo, hi]``."""
-        ylo = yhi = self.seed
-        for k in range(self.hidden - 1, stop, -1):
-            products = np.stack([lo[k] * ylo, lo[k] * yhi, hi[k] * ylo, hi[k] * yhi])
-            slo, shi = products.min(axis=0), products.max(axis=0)
-            w = self.affines[k].weight
-            wp, wn = np.maximum(w, 0.0), np.minimum(w, 0.0)
-            ylo, yhi = wp.T @ slo + wn.T @ shi, wp.T @ shi + wn.T @ slo
-        return ylo, yhi
+    def on_box(self, matrix: FloatArray, offset: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Range of ``matrix x + offset`` over the box, rounded outward."""
+        return _affine_interval(matrix, offset, *self.box)
+
+    # -- bounds -------------------------------------------------------------------------------
+    def backward(
+        self, states: list[NDArray[np.int8]]
+    ) -> tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]:
+        """Interval bounds on the backward pass with the given neuron states."""
+        return backward_interval(self.network, states, self.seed, self.seed)
+
+    def gradient_bound(self, states: list[NDArray[np.int8]]) -> float:
+        """Upper bound on ``||g||_{α*}`` over every pattern that agrees with ``states``."""
+        _, _, ylo, yhi = self.backward(states)
+        magnitude = np.maximum(np.abs(ylo), np.abs(yhi))
+        value = float(magnitude.sum() if self.norm is InputNorm.LINF else magnitude.max())
+        return value * (1.0 + PRUNE_SLACK)
 
     def impact(self, node: _Node) -> FloatArray:
         """Branching score of each neuron of the node's layer k: how much fixing it can move
@@ -212,98 +210,82 @@ class _Search:
 
         Measured on benchmarks/speed.py's balls: half the nodes of branching on the widest
         neuron, and 2.5-4x faster."""
-        ylo, yhi = self.backward_interval(node.lo, node.hi, node.layer)
+        grad_lo, grad_hi, _, _ = self.backward(node.states)
+        ylo, yhi = grad_lo[node.layer], grad_hi[node.layer]
         zlo, zhi = node.z_range
         magnitude = np.maximum(np.abs(ylo), np.abs(yhi))
         return magnitude * np.abs(node.affine[0]).sum(axis=1) * (zhi - zlo)
 
-    # -- bounds -------------------------------------------------------------------------------
-    def gradient_bound(self, lo: list[FloatArray], hi: list[FloatArray]) -> float:
-        """Upper bound on ``||g||_{α*}`` with each hidden derivative in ``[lo, hi]``."""
-        ylo, yhi = self.backward_interval(lo, hi, -1)
-        magnitude = np.maximum(np.abs(ylo), np.abs(yhi))
-        value = float(magnitude.sum() if self.norm is InputNorm.LINF else magnitude.max())
-        return value * (1.0 + PRUNE_SLACK)
-
     def child_bounds(
-        self, node: _Node, lo_k: FloatArray, hi_k: FloatArray
-    ) -> tuple[float, list[FloatArray], list[FloatArray]]:
-        """Derivative ranges of a child whose layer-k derivatives are ``[lo_k, hi_k]``: the
-        next layer is re-bounded through the CROWN-style relaxation of this layer's ReLUs
-        (exact for fixed neurons), deeper layers by intervals; returns the gradient bound."""
+        self, node: _Node, state_k: NDArray[np.int8]
+    ) -> tuple[float, list[NDArray[np.int8]]]:
+        """Neuron states of a child whose layer-k states are ``state_k``: the next layer is
+        re-bounded through the CROWN relaxation of this layer's ReLUs (exact for fixed
+        neurons), deeper layers by intervals; returns the gradient bound and the states."""
         k = node.layer
-        lo, hi = list(node.lo), list(node.hi)
-        lo[k], hi[k] = lo_k, hi_k
+        states = list(node.states)
+        states[k] = state_k
         if k + 1 < self.hidden:
+            # on this node a neuron fixed active has z >= 0, one fixed inactive z <= 0
             zlo, zhi = node.z_range
-            on, off = lo_k == 1.0, hi_k == 0.0
-            free = ~(on | off)
-            low, u = np.minimum(zlo, 0.0), np.maximum(zhi, 0.0)
-            width = np.where(free, np.maximum(u - low, np.finfo(float).tiny), 1.0)
-            slope_up = np.where(on, 1.0, np.where(free, u / width, 0.0))
-            shift_up = np.where(free, -u * low / width, 0.0)
-            slope_low = np.where(on | (free & (u > -low)), 1.0, 0.0)
+            zlo = np.where(state_k == NeuronState.ACTIVE, np.maximum(zlo, 0.0), zlo)
+            zhi = np.where(state_k == NeuronState.INACTIVE, np.minimum(zhi, 0.0), zhi)
+            slope_up, shift_up, slope_low = relu_relaxation(zlo, zhi)
             nxt = self.affines[k + 1]
             wp, wn = np.maximum(nxt.weight, 0.0), np.minimum(nxt.weight, 0.0)
             matrix, offset = node.affine
             low_coef, up_coef = wp * slope_low + wn * slope_up, wp * slope_up + wn * slope_low
-            zl, _ = _interval_affine(
-                low_coef @ matrix, low_coef @ offset + wn @ shift_up + nxt.bias,
-                self.centre, self.radius,
-            )  # fmt: skip
-            _, zh = _interval_affine(
-                up_coef @ matrix, up_coef @ offset + wp @ shift_up + nxt.bias,
-                self.centre, self.radius,
-            )  # fmt: skip
-            zl, zh = np.maximum(zl, self.pre_lower[k + 1]), np.minimum(zh, self.pre_upper[k + 1])
-            lo[k + 1], hi[k + 1] = _derivative_range(zl, zh)
-            for j in range(k + 2, self.hidden):
-                layer = self.affines[j]
-                pos, neg = np.maximum(layer.weight, 0.0), np.minimum(layer.weight, 0.0)
-                hl, hh = np.maximum(zl, 0.0), np.maximum(zh, 0.0)
-                zl = np.maximum(pos @ hl + neg @ hh + layer.bias, self.pre_lower[j])
-                zh = np.minimum(pos @ hh + neg @ hl + layer.bias, self.pre_upper[j])
-                lo[j], hi[j] = _derivative_range(zl, zh)
-        return self.gradient_bound(lo, hi), lo, hi
+            zl, _ = self.on_box(low_coef @ matrix, low_coef @ offset + wn @ shift_up + nxt.bias)
+            _, zh = self.on_box(up_coef @ matrix, up_coef @ offset + wp @ shift_up + nxt.bias)
+            for j in range(k + 1, self.hidden):
+                if j > k + 1:
+                    layer = self.affines[j]
+                    zl, zh = _affine_interval(
+                        layer.weight, layer.bias, np.maximum(zl, 0.0), np.maximum(zh, 0.0)
+                    )
+                zl, zh = np.maximum(zl, self.pre_lower[j]), np.minimum(zh, self.pre_upper[j])
+                states[j] = classify(zl, zh)
+        return self.gradient_bound(states), states
 
     # -- nodes ----------------------------------------------------------------------------------
     def enter_layer(self, node: _Node) -> None:
         """Set the node's layer-k range from its exact affine map and fix the stable neurons."""
         matrix, offset = node.affine
         k = node.layer
-        zlo, zhi = _interval_affine(matrix, offset, self.centre, self.radius)
+        zlo, zhi = self.on_box(matrix, offset)
         zlo, zhi = np.maximum(zlo, self.pre_lower[k]), np.minimum(zhi, self.pre_upper[k])
         node.z_range = (zlo, zhi)
-        lo_k, hi_k = _derivative_range(zlo, zhi)
-        node.lo, node.hi = list(node.lo), list(node.hi)
-        node.lo[k] = np.maximum(node.lo[k], lo_k)
-        node.hi[k] = np.minimum(node.hi[k], hi_k)
+        known = node.states[k]
+        state = np.where(known == NeuronState.UNSTABLE, classify(zlo, zhi), known)
         # a neuron constant on this node (zero row) is fixed by its constant's sign; at 0 its
         # output is 0 whatever the derivative, so 0 is taken (no LP row, which would be 0 = 0)
         constant = ~np.any(matrix != 0.0, axis=1)
-        node.lo[k][constant] = node.hi[k][constant] = (offset[constant] > 0).astype(np.float64)
+        state[constant] = np.where(offset[constant] > 0, NeuronState.ACTIVE, NeuronState.INACTIVE)
+        node.states = list(node.states)
+        node.states[k] = state.astype(np.int8)
 
     def next_layer(self, node: _Node) -> _Node:
         """All of layer k fixed: compose its pattern into the affine map of layer k+1."""
         matrix, offset = node.affine
-        mask = node.lo[node.layer]
+        mask = (node.states[node.layer] == NeuronState.ACTIVE).astype(np.float64)
         nxt = self.affines[node.layer + 1]
         return _Node(
-            node.layer + 1, node.depth, None, node.lo, node.hi,
+            node.layer + 1, node.depth, None, node.states,
             (nxt.weight @ (mask[:, None] * matrix), nxt.weight @ (mask * offset) + nxt.bias),
             node.z_range, node.point, node.margin, node.bound,
         )  # fmt: skip
 
-    def strictly_inside(self, point: FloatArray, pattern: list[FloatArray]) -> bool:
+    def strictly_inside(self, point: FloatArray, states: list[NDArray[np.int8]]) -> bool:
         """Whether every pre-activation at ``point`` has its pattern's sign strictly (so a ball
         around the point lies in the pattern's region); neurons constant on the region (a zero
         row of their affine map along the pattern) are exempt."""
         matrix = self.affines[0].weight
-        for z, mask, nxt in zip(self.network.pre_activations(point), pattern, self.affines[1:]):
+        for z, state, nxt in zip(self.network.pre_activations(point), states, self.affines[1:]):
+            active = state == NeuronState.ACTIVE
             varying = np.any(matrix != 0.0, axis=1)
-            if not np.all(np.where(varying, np.where(mask == 1.0, z[0] > 0, z[0] < 0), True)):
+            if not np.all(np.where(varying, np.where(active, z[0] > 0, z[0] < 0), True)):
                 return False
-            matrix = nxt.weight @ (mask[:, None] * matrix)
+            matrix = nxt.weight @ (active[:, None] * matrix)
         return True
 
     def leaf(self, node: _Node) -> None:
@@ -312,8 +294,7 @@ class _Search:
         matrix, _ = node.affine  # the output Jacobian
         value = float(dual_norm(matrix.T @ self.c, self.norm))
         point = np.clip(node.point, self.box[0], self.box[1])
-        strict = self.strictly_inside(point, node.lo)
-        if strict:
+        if self.strictly_inside(point, node.states):
             attained = float(dual_norm(self.network.gradients(point, self.c), self.norm))
             if attained > self.best:
                 self.best, self.best_point = attained, point
@@ -343,16 +324,14 @@ def search_regions(
     search = _Search(network, box_lower, box_upper, c, InputNorm.parse(norm), bounds)
     lp = _FeasibilityLP(search.box[0], search.box[1])
     hidden = search.hidden
-    lo0 = [_derivative_range(lo, hi)[0] for lo, hi in zip(search.pre_lower, search.pre_upper)]
-    hi0 = [_derivative_range(lo, hi)[1] for lo, hi in zip(search.pre_lower, search.pre_upper)]
     first = network.affine_layers[0]
     root = _Node(
-        0, 0, None, lo0, hi0, (first.weight.copy(), first.bias.copy()),
-        (np.zeros(0), np.zeros(0)), search.centre.copy(), 1.0, 0.0,
+        0, 0, None, list(bounds.states), (first.weight.copy(), first.bias.copy()),
+        (np.zeros(0), np.zeros(0)), (search.box[0] + search.box[1]) / 2, 1.0, 0.0,
     )  # fmt: skip
     if hidden:
         search.enter_layer(root)
-    root.bound = search.gradient_bound(root.lo, root.hi)
+    root.bound = search.gradient_bound(root.states)
     stack = [root]
     next_report = start + PROGRESS_SECONDS
     open_bound = -np.inf  # largest bound of a node left unexplored at a limit
@@ -396,29 +375,29 @@ def search_regions(
             search.leaf(node)
             continue
         k = node.layer
-        free = np.flatnonzero(node.lo[k] != node.hi[k])
+        free = np.flatnonzero(node.states[k] == NeuronState.UNSTABLE)
         if free.size == 0:
             nxt = search.next_layer(node)
             if nxt.layer < hidden:
                 search.enter_layer(nxt)
-                nxt.bound = search.child_bounds(nxt, nxt.lo[nxt.layer], nxt.hi[nxt.layer])[0]
+                nxt.bound = search.child_bounds(nxt, nxt.states[nxt.layer])[0]
             stack.append(nxt)
             continue
         i = int(free[np.argmax(search.impact(node)[free])])
         matrix, offset = node.affine
         children = []
         for active in (True, False):
-            lo_k, hi_k = node.lo[k].copy(), node.hi[k].copy()
-            lo_k[i] = hi_k[i] = 1.0 if active else 0.0
-            bound, lo, hi = search.child_bounds(node, lo_k, hi_k)
+            state_k = _fixed(
+                node.states[k], i, NeuronState.ACTIVE if active else NeuronState.INACTIVE
+            )
+            bound, states = search.child_bounds(node, state_k)
             sign = 1.0 if active else -1.0
             children.append(
                 _Node(
                     k,
                     node.depth + 1,
                     (sign * matrix[i], sign * float(offset[i])),
-                    lo,
-                    hi,
+                    states,
                     node.affine,
                     node.z_range,
                     node.point,
