@@ -12,8 +12,12 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
 - plain: interval bounds, no domain splitting, no ℓ1-norm decomposition, no region search
   (``bounds="interval", split=False, decompose=False, regions=False``): the paper's formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions (only with ``--configs``): the default without the ℓ1-norm
-  decomposition, or without the region search.
+- nodecomp, noregions, backward, forward (only with ``--configs``): the default without the
+  ℓ1-norm decomposition, without the region search, or with one formulation instead of the race.
+
+The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
+``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
+largest of the solving process and its racers.
 
 Writes a markdown table (default ``benchmarks/results/speed.md``) with the machine and date, and
 the rows as JSON lines beside it (``speed.jsonl``), so that runs split by norm or seed can be
@@ -62,6 +66,7 @@ PLAIN: dict[str, Any] = {
     "split": False,
     "decompose": False,
     "regions": False,
+    "formulation": "backward",
 }
 TUNED: dict[str, Any] = {}  # lipopt.lipschitz's own defaults
 #: extra configurations for A/B runs (--configs): the default with one lever switched off
@@ -70,6 +75,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tuned": TUNED,
     "nodecomp": {"decompose": False},
     "noregions": {"regions": False},
+    "backward": {"formulation": "backward"},
+    "forward": {"formulation": "forward"},
 }
 
 
@@ -141,7 +148,13 @@ def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
     start = time.perf_counter()
     res = lipopt.lipschitz(net, region, norm, c=c, time_limit=time_limit, **options)
     total = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = (
+        max(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,  # the racers, if any
+        )
+        / 1024
+    )
     t = res.timings
     queue.put(
         Row(
@@ -188,8 +201,8 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; started {started}; code at commit "
         f"{', '.join(sorted({r.commit for r in rows}))}.  ",
-        "plain = interval bounds, no split, no decomposition, no region search; tuned = "
-        "lipopt's default. "
+        "plain = interval bounds, no split, no decomposition, no region search, backward "
+        "formulation; tuned = lipopt's default. "
         "Reference = original LipMIP with Gurobi 13, one thread (issue 5; – = timed out at "
         "300 s). Times in seconds.",
         "",

@@ -193,6 +193,14 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         off="skip the region search (default: unless the domain is split, try it for "
         "6000 nodes, 60000 if under 90%% of neurons are unstable, then the MIP)",
     )
+    perf.add_argument(
+        "--formulation",
+        choices=["auto", "backward", "forward"],
+        default="auto",
+        help="how the MIP differentiates the network: backward (the paper's chain rule) or "
+        "forward (directional derivative, fixed c only); default auto: backward, and if it "
+        "has not finished in 5 s, both raced on two processes",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -451,6 +459,7 @@ def run_solve(args: argparse.Namespace) -> int:
         split=args.split,
         decompose=args.decompose,
         regions=args.regions,
+        formulation=args.formulation,
     )
     if args.json:
         out = result.to_dict()

@@ -21,9 +21,11 @@ from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
+from lipopt.formulation.build import Formulation
 from lipopt.formulation.objective import set_candidate
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.race import RACE_AFTER, merge, race
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.split import SplitOptions, branch_and_bound
@@ -176,15 +178,20 @@ def build_model(
     relax: bool = False,
     bounds: str = "linear",
     decompose: bool = False,
+    formulation: Formulation | str = Formulation.BACKWARD,
 ) -> LipschitzModel:
     """Build (without solving) the Pyomo model that :func:`lipschitz` would solve; with
-    ``decompose`` (ℓ1 input norm) the model of the first candidate ``±∂_j``."""
+    ``decompose`` (ℓ1 input norm) the model of the first candidate ``±∂_j``; ``formulation``
+    ``"forward"`` (fixed c) the directional-derivative model."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
+    form = _formulation(formulation, seed, Mode.LP if relax else Mode.EXACT)
+    form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
-        network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax, decompose=decompose
-    )
+        network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax,
+        decompose=decompose and form is Formulation.BACKWARD, formulation=form,
+    )  # fmt: skip
 
 
 def _pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
@@ -286,6 +293,7 @@ def lipschitz(
     split: bool | str | SplitOptions = "auto",
     decompose: bool | str = "auto",
     regions: bool | str | RegionOptions = "auto",
+    formulation: Formulation | str = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -325,6 +333,11 @@ def lipschitz(
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
             the hidden neurons are unstable) and, if it has not finished, goes on with the
             MIP, keeping the better of the two lower and upper bounds; False skips it.
+        formulation: how the MIP differentiates the network: ``"backward"`` (the paper's
+            chain rule, then the dual norm of the gradient) or ``"forward"`` (the directional
+            derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
+            binaries; a fixed c only). ``"auto"`` (the default) takes forward in exact mode
+            with a fixed c, backward otherwise (:data:`AUTO_FORWARD` says why).
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -335,6 +348,7 @@ def lipschitz(
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
+    form = _formulation(formulation, seed, solve_mode)
     adapter = get(solver)
     timings: dict[str, float] = {}
     if split == "auto":
@@ -345,6 +359,12 @@ def lipschitz(
         decompose = network.input_dim >= AUTO_DECOMPOSE_MIN_DIM
     elif not isinstance(decompose, bool):
         raise LipschitzError(f"decompose must be True, False or 'auto', got {decompose!r}")
+    if form is Formulation.FORWARD:
+        decompose = False  # the forward model has no selection binaries to remove
+    solve_arguments: dict[str, Any] = dict(
+        solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
+        max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
+    )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
     region_options = _region_options(regions, solve_mode, seed, domain)
@@ -356,6 +376,7 @@ def lipschitz(
                 output_norm=output_norm, solver=solver, mode=mode, gap=gap, threads=threads,
                 verbose=verbose, bounds=bounds, max_refinements=max_refinements,
                 random_seed=random_seed, progress=progress, split=split, decompose=decompose,
+                formulation=formulation,
             ),
         )  # fmt: skip
     if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
@@ -374,12 +395,19 @@ def lipschitz(
                 max_refinements=max_refinements,
                 decompose=decompose,
                 regions=False,
+                formulation=form or Formulation.BACKWARD,
             ),
             time_limit,
             bounds,
             say,
             random_seed,
         )
+
+    if form is None:
+        if _can_race():
+            return _probe_then_race(network, domain, seed, input_norm, solve_arguments,
+                                    time_limit, progress, say)  # fmt: skip
+        form = Formulation.BACKWARD
 
     start = time.perf_counter()
     net_bounds = propagate(network, domain, seed, method=bounds)
@@ -388,11 +416,15 @@ def lipschitz(
 
     start = time.perf_counter()
     relax = solve_mode is Mode.LP
-    lip = build(network, domain, seed, input_norm, net_bounds, relax=relax, decompose=decompose)
+    lip = build(
+        network, domain, seed, input_norm, net_bounds, relax=relax, decompose=decompose,
+        formulation=form,
+    )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     limit = f" (time limit {time_limit:g} s)" if time_limit else ""
     say(
-        f"model: {lip.stats['variables']} variables, {lip.stats['binaries']} binaries; "
+        f"{form.value} model: {lip.stats['variables']} variables, "
+        f"{lip.stats['binaries']} binaries; "
         f"solving {'LP relaxation' if relax else 'MIP'} with {adapter.name}{limit}..."
     )
 
@@ -457,6 +489,92 @@ def lipschitz(
         refinements=refinements,
         message=_message(refinements, status, exact_certified),
         model=lip,
+    )
+
+
+def _formulation(formulation: Formulation | str, seed: Seed, mode: Mode) -> Formulation | None:
+    """The formulation to build; None where ``"auto"`` may race both (exact mode, a fixed c);
+    forward refused (with a clear message) for an output norm."""
+    if formulation == "auto":
+        racing = mode is Mode.EXACT and not isinstance(seed, OutputNorm)
+        return None if racing else Formulation.BACKWARD
+    try:
+        form = Formulation.parse(formulation)
+    except ValueError as err:
+        raise LipschitzError(f"{err} or auto") from None
+    if form is Formulation.FORWARD and isinstance(seed, OutputNorm):
+        raise LipschitzError(
+            "the forward formulation needs a fixed c; with an output norm use 'backward'"
+        )
+    return form
+
+
+def _can_race() -> bool:
+    """Two cores for two racers, and processes that can be forked (POSIX)."""
+    import multiprocessing as mp
+    import os
+
+    return (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods()
+
+
+def _probe_then_race(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    arguments: dict[str, Any],
+    time_limit: float | None,
+    progress: Callable[[str], None] | None,
+    say: Callable[[str], None],
+) -> LipschitzResult:
+    """``formulation="auto"``: the backward model alone for :data:`~lipopt.race.RACE_AFTER`
+    seconds; if it has not finished, both models raced on two processes (:mod:`lipopt.race`)
+    for the time left. Every answer along the way is certified, so the result keeps the best
+    upper and lower bounds of all of them."""
+    start = time.perf_counter()
+    probe_limit = RACE_AFTER if time_limit is None else min(RACE_AFTER, time_limit)
+    probe: LipschitzResult | None = None
+    try:
+        probe = lipschitz(
+            network, domain, norm, seed, regions=False, split=False, progress=progress,
+            time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
+        )  # fmt: skip
+    except SolverError:  # no proven bound yet: the racers start from scratch anyway
+        if time_limit is not None and time_limit <= probe_limit:
+            raise
+    probe_seconds = time.perf_counter() - start
+    remaining = None if time_limit is None else time_limit - probe_seconds
+    if probe is not None and (
+        probe.status != "time_limit" or (remaining is not None and remaining <= 0)
+    ):
+        return probe
+    say(
+        f"not finished in {probe_limit:g} s: racing the forward and the backward model "
+        "on two processes..."
+    )
+    entries = {
+        form.value: dict(
+            norm=norm, c=seed, regions=False, split=False, time_limit=remaining,
+            formulation=form, **arguments,
+        )  # fmt: skip
+        for form in (Formulation.FORWARD, Formulation.BACKWARD)
+    }
+    winner, result = race(network, domain, entries, remaining)
+    merged = merge([result] if probe is None else [probe, result])
+    timings = dict(result.timings)
+    timings["probe"] = probe_seconds
+    timings["race"] = time.perf_counter() - start - probe_seconds
+    note = (
+        f"the {winner} model finished first of the two raced"
+        if winner != "merged"
+        else "neither raced model finished; best bounds of both kept"
+    )
+    say(note)
+    return replace(
+        merged,
+        timings=timings,
+        message=f"{merged.message}; {note}" if merged.message else note,
+        model=None,
     )
 
 

@@ -113,6 +113,7 @@ def test_cli_l1_ball_and_file_inputs(one_output_model, tmp_path, capsys):
         (["--box", "0,1", "--c", "1,-1", "--time-limit", "-5"], "positive"),
         (["--box", "0,1", "--c", "1,-1", "--gap", "2"], "gap"),
         (["--box", "0,1"], "pass c"),
+        (["--box", "0,1", "--output-norm", "linf", "--formulation", "forward"], "fixed c"),
     ],
 )
 def test_cli_bad_input_is_one_clear_line(two_output_model, capsys, args, fragment):
@@ -246,6 +247,8 @@ def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
         ["--bounds", "lp", "--split"],
         ["--regions"],
         ["--no-split", "--no-regions"],
+        ["--no-split", "--no-regions", "--formulation", "forward"],
+        ["--no-split", "--no-regions", "--formulation", "backward"],
     ],
 )
 def test_cli_speed_levers_keep_the_value(one_output_model, capsys, levers):

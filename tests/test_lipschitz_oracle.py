@@ -156,3 +156,61 @@ def test_time_limited_decomposed_solve_brackets_the_constant(time_limit):
         assert res.value == pytest.approx(exact.value, rel=1e-6)
     sampled = dual_norm(net.gradients(domain.sample(5000, rng), c), "l1")
     assert sampled.max() <= res.upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("formulation", ["backward", "forward"])
+@pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
+def test_each_formulation_equals_brute_force_scalar(case, formulation):
+    """The chain rule backward and the directional derivative forward: both exact, as MIPs."""
+    widths, domain, norm = SCALAR_CASES[case]
+    rng = np.random.default_rng(100 + case)
+    net = random_network(rng, widths)
+    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    res = lipschitz(
+        net, domain, norm=norm, c=c, formulation=formulation, split=False, regions=False,
+        decompose=False,
+    )  # fmt: skip
+    assert res.status == "optimal" and res.exact_certified, res.message
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert res.model.formulation.value == formulation
+    if formulation == "forward":  # no sign or selection binaries: only unstable neurons branch
+        assert res.model_stats["binaries"] == res.model_stats["unstable_neurons"]
+
+
+def test_forward_formulation_needs_a_fixed_c():
+    from lipopt import LipschitzError
+
+    net = random_network(np.random.default_rng(2), [2, 6, 3])
+    box = Box([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(LipschitzError, match="fixed c"):
+        lipschitz(net, box, output_norm="linf", formulation="forward")
+    with pytest.raises(LipschitzError, match="unknown formulation"):
+        lipschitz(net, box, c=[1, 0, 0], formulation="sideways")
+    # "auto" falls back to the backward model for an output norm
+    res = lipschitz(net, box, output_norm="linf", split=False)
+    assert res.model.formulation.value == "backward"
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("time_limit", [0.2, 1.0])
+def test_time_limited_forward_solve_brackets_the_constant(norm, time_limit):
+    """Stopped early, the forward model's proven bound is still an upper bound and the lower
+    bound is attained at the witness. No timing asserted."""
+    rng = np.random.default_rng(8)
+    net = random_network(rng, [5, 14, 14, 2])
+    domain = Box(np.zeros(5), np.ones(5))
+    c = np.array([1.0, -1.0])
+    exact = lipschitz(net, domain, norm=norm, c=c, formulation="backward", regions=False)
+    assert exact.status == "optimal"
+    res = lipschitz(
+        net, domain, norm=norm, c=c, formulation="forward", regions=False, time_limit=time_limit
+    )
+    assert res.status in ("optimal", "time_limit")
+    assert res.upper >= exact.value * (1 - 1e-9)
+    if res.lower is not None:
+        assert res.lower <= exact.value * (1 + 1e-9)
+        assert dual_norm(net.gradients(res.witness, c), norm) == pytest.approx(res.lower)
+    if res.status == "optimal":
+        assert res.value == pytest.approx(exact.value, rel=1e-6)

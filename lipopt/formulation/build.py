@@ -3,19 +3,46 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import numpy as np
 import pyomo.environ as pe
 
 from lipopt.bounds.interval import NetworkBounds, Seed
+from lipopt.bounds.tangent import tangent_bounds
 from lipopt.domain import Domain
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_forward, add_input
 from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
+from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+
+
+class Formulation(str, Enum):
+    """How the model differentiates the network.
+
+    BACKWARD: the paper's chain rule from the output seed back to the input gradient, then
+    the dual norm of the gradient (sign or selection binaries where its entries' signs are
+    open). FORWARD: the directional derivative ``c^T J(x) v`` pushed forward from a direction
+    ``v`` in the input norm's unit ball (:mod:`lipopt.formulation.tangent`): no objective
+    binaries; fixed ``c`` only.
+    """
+
+    BACKWARD = "backward"
+    FORWARD = "forward"
+
+    @classmethod
+    def parse(cls, value: str | Formulation) -> Formulation:
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown formulation {value!r}; choose one of: {names}") from None
 
 
 @dataclass(eq=False)
@@ -26,7 +53,8 @@ class LipschitzModel:
         model: the ``pyomo.environ.ConcreteModel``; maximise ``model.objective``.
         x: the input variables, one per input coordinate.
         activations: per hidden layer, ``{neuron: binary}`` for the unstable neurons.
-        gradient: the input-gradient entries (numbers or linear expressions).
+        gradient: the input-gradient entries (numbers or linear expressions); empty for the
+            forward formulation, which has no gradient variables.
         norm: the input norm whose dual the objective measures.
         relaxed: whether binaries were relaxed to [0, 1] (the LP relaxation, LipLP).
         w: the output weighting: numbers (a fixed c) or expressions over the dual ball.
@@ -43,6 +71,7 @@ class LipschitzModel:
     w: list[Term] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
+    formulation: Formulation = Formulation.BACKWARD
 
     def binaries(self) -> list[Any]:
         """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``."""
@@ -66,17 +95,32 @@ def build(
     bounds: NetworkBounds,
     relax: bool = False,
     decompose: bool = False,
+    formulation: Formulation | str = Formulation.BACKWARD,
 ) -> LipschitzModel:
     """Build ``max_{x ∈ domain} ||∇(w^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation).
 
     ``seed`` is a fixed vector ``c`` (then ``w = c``) or an :class:`OutputNorm`, whose dual ball
-    ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm
-    only): no selection binaries; ``model.objective`` is the first of ``candidates``.
+    ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm,
+    backward formulation only): no selection binaries; ``model.objective`` is the first of
+    ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``.
     """
     input_norm = InputNorm.parse(norm)
+    form = Formulation.parse(formulation)
+    if form is Formulation.FORWARD and isinstance(seed, OutputNorm):
+        raise ValueError(
+            "the forward formulation needs a fixed output weighting c, not an output norm"
+        )
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
     activations = add_forward(model, network, bounds, x, relax)
+    if form is Formulation.FORWARD:
+        tangent = tangent_bounds(network, bounds.states, input_norm)
+        c = [float(v) for v in np.asarray(seed, dtype=np.float64)]
+        value = add_tangent(model, network, bounds.states, tangent, activations, input_norm, c)
+        model.objective = pe.Objective(expr=value, sense=pe.maximize)
+        lip = LipschitzModel(model, x, activations, [], input_norm, relax, c, formulation=form)
+        lip.stats = _model_stats(lip, bounds)
+        return lip
     if isinstance(seed, OutputNorm):
         w = add_dual_ball(model, seed, network.output_dim)
     else:
@@ -93,10 +137,14 @@ def build(
     )
     lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
     lip.candidates = candidates
-    lip.stats = {
-        "variables": _count(model, pe.Var),
-        "constraints": _count(model, pe.Constraint),
+    lip.stats = _model_stats(lip, bounds)
+    return lip
+
+
+def _model_stats(lip: LipschitzModel, bounds: NetworkBounds) -> dict[str, int]:
+    return {
+        "variables": _count(lip.model, pe.Var),
+        "constraints": _count(lip.model, pe.Constraint),
         "binaries": len(lip.binaries()),
         "unstable_neurons": bounds.unstable_count,
     }
-    return lip

@@ -1,0 +1,114 @@
+"""Bounds on the forward-mode tangents (directional derivatives) of the hidden layers.
+
+The forward-mode encoding (:mod:`lipopt.formulation.tangent`) writes the Lipschitz constant as
+
+    L = max_{x ∈ X} ||∇(c^T f)(x)||_{α*} = max_{x ∈ X, ||v||_α <= 1} c^T J(x) v,
+
+and computes ``J(x) v`` forward, layer by layer: ``t_0 = W_0 v``, ``d_k = a_k ⊙ t_k`` (the
+switch of neuron ``k``'s activation ``a_k``), ``t_{k+1} = W_{k+1} d_k``, value ``c^T W_K d_{K-1}``
+(no biases: a tangent is a difference). Its switches need bounds ``l <= t_k <= u``; they hold
+for every direction ``v`` in the unit ball ``V`` of the input norm α (ℓ∞: the box
+``[-1, 1]^d``; ℓ1: the cross-polytope) and every activation pattern the forward bounds allow.
+
+* First layer: ``t_0 = W_0 v`` has the exact range ``±||W_0[i]||_1`` (box) or
+  ``±max_j |W_0[i, j]|`` (ℓ1 ball).
+* Interval step: ``d_k ∈ [min(l, 0), max(u, 0)]`` for an unstable neuron, ``[l, u]`` for an
+  active one, ``{0}`` for an inactive one; then ``t_{k+1} = W_{k+1} d_k`` by interval arithmetic.
+* Linear step (CROWN): each unstable switch lies between the chords of ``min(t, 0)`` and
+  ``max(t, 0)`` over ``[l, u]`` (:func:`lipopt.bounds.linear.switch_relaxation`); substituting
+  them back to ``v`` leaves an affine function ``Λ v + μ`` whose maximum over ``V`` is exact
+  (``||Λ_i||_1`` on the box, ``max_j |Λ_ij|`` on the ℓ1 ball). The result is intersected with
+  the interval step and rounded outward as the other bound passes are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.interval import _affine_interval, _switch, first_layer_bounds
+from lipopt.bounds.linear import (
+    DOMAIN_RANGES,
+    _outward,
+    _relax_upper,
+    intersect,
+    switch_relaxation,
+)
+from lipopt.domain import Box, Domain, L1Ball
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class TangentBounds:
+    """Per hidden layer k, bounds ``lower[k] <= t_k <= upper[k]`` on the tangent ``J_k(x) v``
+    of the pre-activation, for every x in the domain and every ``v`` in the unit ball of the
+    input norm."""
+
+    lower: tuple[FloatArray, ...]
+    upper: tuple[FloatArray, ...]
+
+
+def direction_ball(norm: InputNorm, dim: int) -> Domain:
+    """The unit ball of the input norm, the set of directions ``v``."""
+    if norm is InputNorm.L1:
+        return L1Ball(np.zeros(dim), 1.0)
+    return Box(-np.ones(dim), np.ones(dim))
+
+
+def _linear_step(
+    network: Network,
+    ball: Domain,
+    k: int,
+    relaxations: Sequence[tuple[FloatArray, FloatArray, FloatArray, FloatArray]],
+) -> tuple[FloatArray, FloatArray]:
+    """Back-substituted bounds on ``t_k`` (``k >= 1``) over the direction ball."""
+    affines = network.affine_layers
+    bounds: list[FloatArray] = []
+    for sign in (1.0, -1.0):  # upper bound of sign · t_k; the lower bound is -(upper of -t_k)
+        coeffs = sign * affines[k].weight
+        shift = np.zeros(coeffs.shape[0])
+        magnitude = np.zeros(coeffs.shape[0])
+        for j in range(k - 1, -1, -1):
+            up_slope, up_shift, low_slope, low_shift = relaxations[j]
+            coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
+            shift = shift + extra
+            magnitude = magnitude + size
+            coeffs = coeffs @ affines[j].weight
+        _, hi, size = DOMAIN_RANGES[type(ball)](coeffs, ball)
+        bounds.append(_outward(hi + shift, magnitude + size))
+    return -bounds[1], bounds[0]
+
+
+def tangent_bounds(
+    network: Network, states: Sequence[NDArray[np.int8]], norm: InputNorm | str
+) -> TangentBounds:
+    """Sound bounds on every hidden layer's tangent ``t_k``, first layer first.
+
+    ``states`` are the neurons' states from the forward bounds (active, inactive, unstable).
+    """
+    affines = network.affine_layers
+    ball = direction_ball(InputNorm.parse(norm), network.input_dim)
+    lowers: list[FloatArray] = []
+    uppers: list[FloatArray] = []
+    relaxations: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []
+    for k in range(len(affines) - 1):
+        weight = affines[k].weight
+        if k == 0:
+            lo, hi = first_layer_bounds(weight, np.zeros(weight.shape[0]), ball)
+        else:
+            d_lo, d_hi = _switch(states[k - 1], lowers[-1], uppers[-1])
+            step = _affine_interval(weight, np.zeros(weight.shape[0]), d_lo, d_hi)
+            lo, hi = intersect(step, _linear_step(network, ball, k, relaxations))
+        lowers.append(lo)
+        uppers.append(hi)
+        relaxations.append(switch_relaxation(states[k], lo, hi))
+    return TangentBounds(tuple(lowers), tuple(uppers))
+
+
+__all__ = ["TangentBounds", "direction_ball", "tangent_bounds"]

@@ -1,0 +1,102 @@
+"""Forward-mode (tangent) encoding of the objective: the directional derivative, maximised.
+
+For a fixed output weighting c and input norm α with unit ball ``V``,
+
+    max_x ||∇(c^T f)(x)||_{α*} = max_x max_{v ∈ V} v^T ∇(c^T f)(x) = max_{x, v ∈ V} c^T J(x) v,
+
+and ``J(x) v`` is computed forward with the same activation binaries ``a`` as the forward pass:
+``t_1 = W_1 v``; for each hidden layer ``d_k = a_k ⊙ t_k`` (switch constraints as in the backward
+pass, with the tangent bounds of :mod:`lipopt.bounds.tangent`), ``t_{k+1} = W_{k+1} d_k``; the
+objective is ``c^T W_L d_{L-1}``. With the binaries fixed, the rest is a linear program in
+``(v, t, d)`` whose maximum over the polytope ``V`` sits at a vertex, so the relaxation of ``v``
+to the whole ball costs nothing: the model is exact with binaries for the unstable neurons
+only — no sign binaries for ``||∇||_1`` and no selection binaries for ``||∇||_∞``.
+
+``V``: ℓ∞ input norm ``v ∈ [-1, 1]^d``; ℓ1 input norm ``v = v⁺ - v⁻``, ``Σ (v⁺ + v⁻) <= 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyomo.environ as pe
+
+from lipopt.bounds.interval import NeuronState
+from lipopt.bounds.tangent import TangentBounds
+from lipopt.formulation.terms import Term, is_constant, linear_map
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+
+def _box_directions(model: pe.ConcreteModel, d: int) -> list[Term]:
+    """``v ∈ [-1, 1]^d``, the unit ball of ℓ∞."""
+    model.v = pe.Var(range(d), bounds=(-1.0, 1.0))
+    return [model.v[j] for j in range(d)]
+
+
+def _l1_directions(model: pe.ConcreteModel, d: int) -> list[Term]:
+    """``v = v⁺ - v⁻``, ``v⁺, v⁻ >= 0``, ``Σ (v⁺ + v⁻) <= 1``: the unit ball of ℓ1."""
+    model.v_pos = pe.Var(range(d), bounds=(0.0, 1.0))
+    model.v_neg = pe.Var(range(d), bounds=(0.0, 1.0))
+    model.v_ball = pe.Constraint(
+        expr=pe.quicksum(model.v_pos[j] + model.v_neg[j] for j in range(d)) <= 1
+    )
+    return [model.v_pos[j] - model.v_neg[j] for j in range(d)]
+
+
+DIRECTION_BALLS: dict[InputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {
+    InputNorm.LINF: _box_directions,
+    InputNorm.L1: _l1_directions,
+}
+
+
+def add_tangent(
+    model: pe.ConcreteModel,
+    network: Network,
+    states: Sequence[np.ndarray],
+    tangent: TangentBounds,
+    activations: list[dict[int, pe.Var]],
+    norm: InputNorm,
+    c: Sequence[float],
+) -> Term:
+    """Encode ``c^T J(x) v`` forward; returns it (a linear expression or a number).
+
+    Components per hidden layer k (1-based): ``t{k}[i]`` the tangent of the pre-activation,
+    ``d{k}[i]`` the switched tangent of an unstable neuron, constraints ``tswitch{k}``.
+    """
+    affines = network.affine_layers
+    current: list[Term] = DIRECTION_BALLS[norm](model, network.input_dim)
+    for k, (affine, state) in enumerate(zip(affines[:-1], states), start=1):
+        lower, upper = tangent.lower[k - 1], tangent.upper[k - 1]
+        t = linear_map(affine.weight, current, np.zeros(affine.out_features))
+        live = [
+            i for i in range(len(t)) if state[i] != NeuronState.INACTIVE and not is_constant(t[i])
+        ]
+        t_var = pe.Var(live, bounds={i: (float(lower[i]), float(upper[i])) for i in live})
+        setattr(model, f"t{k}", t_var)
+        setattr(model, f"t{k}_def", pe.Constraint(live, expr={i: t_var[i] == t[i] for i in live}))
+        unstable = [i for i in live if state[i] == NeuronState.UNSTABLE]
+        d_var = pe.Var(
+            unstable,
+            bounds={i: (min(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in unstable},
+        )
+        setattr(model, f"d{k}", d_var)
+        cons = pe.ConstraintList()
+        setattr(model, f"tswitch{k}", cons)
+        switched: list[Term] = []
+        for i in range(len(t)):
+            if i not in t_var:  # inactive, or a zero row: no biases, so a constant tangent is 0
+                switched.append(0.0)
+            elif state[i] == NeuronState.ACTIVE:
+                switched.append(t_var[i])
+            else:
+                a, lo, hi = activations[k - 1][i], float(lower[i]), float(upper[i])
+                cons.add(d_var[i] <= t_var[i] - lo * (1 - a))
+                cons.add(d_var[i] >= t_var[i] - hi * (1 - a))
+                cons.add(d_var[i] <= hi * a)
+                cons.add(d_var[i] >= lo * a)
+                switched.append(d_var[i])
+        current = switched
+    weights = affines[-1].weight.T @ np.asarray(c, dtype=np.float64)
+    return linear_map(weights[None, :], current, np.zeros(1))[0]

@@ -1,0 +1,120 @@
+"""Race the forward and the backward formulation of one problem on separate processes.
+
+Both models are exact (:mod:`lipopt.formulation.tangent`, :mod:`lipopt.formulation.backward`),
+but which one a solver finishes first varies from network to network by factors of several
+(docs/performance.md). With two cores free, ``formulation="auto"`` therefore solves both at once,
+each in its own process on its own core, and takes the first exact answer, stopping the other.
+If neither finishes within the time limit, both answers are still certified: the result keeps
+the smaller upper bound and the larger attained lower bound (with its witness).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import replace
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+
+from lipopt.domain import Domain
+from lipopt.network import Network
+from lipopt.solvers import SolverError
+
+#: seconds to give the probe (the backward model alone, in-process) before racing: most
+#: problems finish within it and never pay for starting processes
+RACE_AFTER = 5.0
+
+#: how much longer than the time limit to wait for a racer before giving up on it
+GRACE = 30.0
+
+
+def _racer(conn: Connection, network: Network, domain: Domain, kwargs: dict[str, Any]) -> None:
+    """One racer: solve and send the result (without its Pyomo model) or the error."""
+    from lipopt.lipschitz import lipschitz
+
+    try:
+        result = lipschitz(network, domain, **kwargs)
+        conn.send(("ok", replace(result, model=None)))
+    except BaseException as err:  # noqa: BLE001 - reported to the parent, which decides
+        conn.send(("error", err))
+    finally:
+        conn.close()
+
+
+def merge(results: list[Any]) -> Any:
+    """One answer from several certified answers to the same problem: the smallest upper bound,
+    the largest attained lower bound (and its witness); optimal when they meet."""
+    best_upper = min(results, key=lambda r: r.upper)
+    with_lower = [r for r in results if r.lower is not None]
+    best_lower = max(with_lower, key=lambda r: r.lower, default=None)
+    if best_lower is None:
+        return best_upper
+    upper = max(best_upper.upper, best_lower.lower)
+    closed = upper - best_lower.lower <= 1e-6 * max(1.0, abs(upper))
+    return replace(
+        best_upper,
+        value=upper,
+        upper=upper,
+        lower=best_lower.lower,
+        witness=best_lower.witness,
+        status="optimal" if closed else best_upper.status,
+        exact_certified=closed and best_lower.exact_certified,
+    )
+
+
+def race(
+    network: Network,
+    domain: Domain,
+    entries: dict[str, dict[str, Any]],
+    time_limit: float | None,
+) -> Any:
+    """Solve ``lipschitz(network, domain, **kwargs)`` for each named entry at once, one process
+    each; return ``(name, result)`` of the first optimal answer, or ``("merged", merged)``
+    of all answers when none is optimal. Raises the first error if every racer failed."""
+    ctx = mp.get_context("fork")
+    racers: dict[Connection, tuple[str, Any]] = {}
+    for name, kwargs in entries.items():
+        receive, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_racer, args=(send, network, domain, kwargs), daemon=True)
+        proc.start()
+        send.close()
+        racers[receive] = (name, proc)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit + GRACE
+    answers: list[tuple[str, Any]] = []
+    errors: list[BaseException] = []
+    try:
+        while racers:
+            timeout = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+            ready = wait(list(racers), timeout=timeout)
+            if not ready:
+                break
+            for conn in ready:
+                name, proc = racers.pop(conn)
+                try:
+                    kind, payload = conn.recv()
+                except EOFError:  # the racer died without answering
+                    errors.append(SolverError(f"the {name} racer ended without an answer"))
+                    continue
+                finally:
+                    conn.close()
+                    proc.join(timeout=5)
+                if kind == "error":
+                    errors.append(payload)
+                elif payload.status == "optimal":
+                    return name, payload
+                else:
+                    answers.append((name, payload))
+    finally:
+        for _conn, (_name, proc) in racers.items():
+            proc.terminate()
+            proc.join(timeout=5)
+    if answers:
+        return "merged", merge([r for _, r in answers])
+    if errors:
+        raise errors[0]
+    raise SolverError("no racer answered within the time limit")
+
+
+__all__ = ["GRACE", "RACE_AFTER", "merge", "race"]
+
