@@ -61,6 +61,10 @@ class LipschitzError(ValueError):
     """A request that cannot be answered as asked (bad ``c``, wrong mode, ...)."""
 
 
+class NoBoundError(SolverError):
+    """The solver stopped (at its time limit) before proving any bound."""
+
+
 class Mode(str, Enum):
     """How far to solve: to optimality, or only the LP relaxation (LipLP)."""
 
@@ -447,7 +451,7 @@ def lipschitz(
     )  # fmt: skip
     first, result = solved.first, solved.last
     if solved.upper is None:
-        raise SolverError(
+        raise NoBoundError(
             f"the solver stopped ({first.termination.value}) without a proven bound; "
             "give it more time (--time-limit)"
         )
@@ -539,7 +543,7 @@ def _probe_then_race(
             network, domain, norm, seed, regions=False, split=False, progress=progress,
             time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
         )  # fmt: skip
-    except SolverError:  # no proven bound yet: the racers start from scratch anyway
+    except NoBoundError:  # no proven bound yet: the racers start from scratch anyway
         if time_limit is not None and time_limit <= probe_limit:
             raise
     probe_seconds = time.perf_counter() - start
@@ -554,8 +558,13 @@ def _probe_then_race(
     )
     entries = {
         form.value: dict(
-            norm=norm, c=seed, regions=False, split=False, time_limit=remaining,
-            formulation=form, **arguments,
+            norm=norm,
+            c=seed,
+            regions=False,
+            split=False,
+            time_limit=remaining,
+            formulation=form,
+            **arguments,
         )  # fmt: skip
         for form in (Formulation.FORWARD, Formulation.BACKWARD)
     }

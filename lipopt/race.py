@@ -16,7 +16,6 @@ from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.solvers import SolverError
@@ -117,4 +116,3 @@ def race(
 
 
 __all__ = ["GRACE", "RACE_AFTER", "merge", "race"]
-
