@@ -377,10 +377,8 @@ def lipschitz(
             network, domain, seed, input_norm, region_options, regions == "auto", time_limit,
             bounds, say,
             dict(
-                output_norm=output_norm, solver=solver, mode=mode, gap=gap, threads=threads,
-                verbose=verbose, bounds=bounds, max_refinements=max_refinements,
-                random_seed=random_seed, progress=progress, split=split, decompose=decompose,
-                formulation=formulation,
+                output_norm=output_norm, progress=progress, split=split, formulation=formulation,
+                **solve_arguments,
             ),
         )  # fmt: skip
     if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
@@ -390,17 +388,7 @@ def lipschitz(
             seed,
             input_norm,
             SplitOptions() if split is True else split,
-            dict(
-                solver=solver,
-                gap=gap,
-                threads=threads,
-                verbose=verbose,
-                bounds=bounds,
-                max_refinements=max_refinements,
-                decompose=decompose,
-                regions=False,
-                formulation=form or Formulation.BACKWARD,
-            ),
+            dict(regions=False, formulation=form or Formulation.BACKWARD, **solve_arguments),
             time_limit,
             bounds,
             say,

@@ -20,6 +20,18 @@ from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.network import Network
 
 
+def add_switch(
+    cons: pe.ConstraintList, out: Term, value: Term, a: Term, lower: float, upper: float
+) -> None:
+    """``out = a · value`` for a binary ``a`` and ``value ∈ [lower, upper]``: the four switch
+    constraints of the module docstring, appended to ``cons``."""
+    lo, hi = float(lower), float(upper)
+    cons.add(out <= value - lo * (1 - a))
+    cons.add(out >= value - hi * (1 - a))
+    cons.add(out <= hi * a)
+    cons.add(out >= lo * a)
+
+
 def add_backward(
     model: pe.ConcreteModel,
     network: Network,
@@ -68,11 +80,7 @@ def add_backward(
             elif is_constant(y[i]):
                 s.append(float(y[i]) * activations[k - 1][i])
             else:
-                a, lo, hi = activations[k - 1][i], float(ly[i]), float(uy[i])
-                cons.add(s_var[i] <= y_var[i] - lo * (1 - a))
-                cons.add(s_var[i] >= y_var[i] - hi * (1 - a))
-                cons.add(s_var[i] <= hi * a)
-                cons.add(s_var[i] >= lo * a)
+                add_switch(cons, s_var[i], y_var[i], activations[k - 1][i], ly[i], uy[i])
                 s.append(s_var[i])
         affine = affines[k - 1]
         y = linear_map(affine.weight.T, s, np.zeros(affine.in_features))

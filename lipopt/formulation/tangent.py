@@ -24,6 +24,7 @@ import pyomo.environ as pe
 
 from lipopt.bounds.interval import NeuronState
 from lipopt.bounds.tangent import TangentBounds
+from lipopt.formulation.backward import add_switch
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -91,11 +92,7 @@ def add_tangent(
             elif state[i] == NeuronState.ACTIVE:
                 switched.append(t_var[i])
             else:
-                a, lo, hi = activations[k - 1][i], float(lower[i]), float(upper[i])
-                cons.add(d_var[i] <= t_var[i] - lo * (1 - a))
-                cons.add(d_var[i] >= t_var[i] - hi * (1 - a))
-                cons.add(d_var[i] <= hi * a)
-                cons.add(d_var[i] >= lo * a)
+                add_switch(cons, d_var[i], t_var[i], activations[k - 1][i], lower[i], upper[i])
                 switched.append(d_var[i])
         current = switched
     weights = affines[-1].weight.T @ np.asarray(c, dtype=np.float64)
