@@ -198,8 +198,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "backward", "forward"],
         default="auto",
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
-        "forward (directional derivative, fixed c only); default auto: backward, and if it "
-        "has not finished in 5 s, both raced on two processes",
+        "forward (directional derivative, fixed c only); default auto: backward, and with "
+        "--norm linf, if it has not finished in 5 s, both raced on two processes",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")

@@ -189,7 +189,9 @@ def build_model(
     ``"forward"`` (fixed c) the directional-derivative model."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
-    form = _formulation(formulation, seed, Mode.LP if relax else Mode.EXACT)
+    form = _formulation(
+        formulation, seed, Mode.LP if relax else Mode.EXACT, InputNorm.parse(norm)
+    )
     form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
@@ -340,8 +342,10 @@ def lipschitz(
         formulation: how the MIP differentiates the network: ``"backward"`` (the paper's
             chain rule, then the dual norm of the gradient) or ``"forward"`` (the directional
             derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
-            binaries; a fixed c only). ``"auto"`` (the default) takes forward in exact mode
-            with a fixed c, backward otherwise (:data:`AUTO_FORWARD` says why).
+            binaries; a fixed c only). ``"auto"`` (the default): in exact mode with a fixed c,
+            the ℓ∞ input norm and HiGHS on two or more cores, the backward model for
+            :data:`~lipopt.race.RACE_AFTER` seconds, then, if unfinished, both raced on two
+            processes for the time left (:mod:`lipopt.race`); backward otherwise.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -352,7 +356,7 @@ def lipschitz(
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
-    form = _formulation(formulation, seed, solve_mode)
+    form = _formulation(formulation, seed, solve_mode, input_norm)
     adapter = get(solver)
     timings: dict[str, float] = {}
     if split == "auto":
@@ -396,7 +400,7 @@ def lipschitz(
         )
 
     if form is None:
-        if _can_race():
+        if _can_race(solver):
             return _probe_then_race(network, domain, seed, input_norm, solve_arguments,
                                     time_limit, progress, say)  # fmt: skip
         form = Formulation.BACKWARD
@@ -484,11 +488,15 @@ def lipschitz(
     )
 
 
-def _formulation(formulation: Formulation | str, seed: Seed, mode: Mode) -> Formulation | None:
-    """The formulation to build; None where ``"auto"`` may race both (exact mode, a fixed c);
-    forward refused (with a clear message) for an output norm."""
+def _formulation(
+    formulation: Formulation | str, seed: Seed, mode: Mode, norm: InputNorm
+) -> Formulation | None:
+    """The formulation to build; None where ``"auto"`` may race both (exact mode, a fixed c,
+    the ℓ∞ input norm: :data:`AUTO_RACE_NORMS`); forward refused (with a clear message) for an
+    output norm."""
     if formulation == "auto":
-        racing = mode is Mode.EXACT and not isinstance(seed, OutputNorm)
+        fixed_c = not isinstance(seed, OutputNorm)
+        racing = mode is Mode.EXACT and fixed_c and norm in AUTO_RACE_NORMS
         return None if racing else Formulation.BACKWARD
     try:
         form = Formulation.parse(formulation)
@@ -501,12 +509,32 @@ def _formulation(formulation: Formulation | str, seed: Seed, mode: Mode) -> Form
     return form
 
 
-def _can_race() -> bool:
-    """Two cores for two racers, and processes that can be forked (POSIX)."""
+#: ``formulation="auto"`` races only for these input norms. With the ℓ1 norm the backward model
+#: is decomposed into one small MIP per gradient entry and sign, and in benchmarks/speed.py it
+#: won every race, so racing only added the probe and a restart: [10,20,20,1] unit box 15.6 ->
+#: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
+AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
+
+#: solvers that run inside the Python process, so that stopping a racer stops its solve (CBC is a
+#: subprocess a terminated racer would orphan; Gurobi's safety under fork is unchecked)
+RACE_SOLVERS = frozenset({"highs"})
+
+#: fewer seconds than this left after the probe: no race (the racers would start from scratch)
+MIN_RACE_SECONDS = 1.0
+
+
+def _can_race(solver: str) -> bool:
+    """Two cores for two racers, an in-process solver, and a process that may fork children
+    (POSIX; not a daemonic worker such as a ``multiprocessing.Pool``'s)."""
     import multiprocessing as mp
     import os
 
-    return (os.cpu_count() or 1) >= 2 and "fork" in mp.get_all_start_methods()
+    return (
+        solver in RACE_SOLVERS
+        and (os.cpu_count() or 1) >= 2
+        and "fork" in mp.get_all_start_methods()
+        and not mp.current_process().daemon
+    )
 
 
 def _probe_then_race(
@@ -522,24 +550,25 @@ def _probe_then_race(
     """``formulation="auto"``: the backward model alone for :data:`~lipopt.race.RACE_AFTER`
     seconds; if it has not finished, both models raced on two processes (:mod:`lipopt.race`)
     for the time left. Every answer along the way is certified, so the result keeps the best
-    upper and lower bounds of all of them."""
+    upper and lower bounds of all of them; if the race fails, the probe's answer stands."""
     start = time.perf_counter()
     probe_limit = RACE_AFTER if time_limit is None else min(RACE_AFTER, time_limit)
     probe: LipschitzResult | None = None
+    probe_error: NoBoundError | None = None
     try:
         probe = lipschitz(
             network, domain, norm, seed, regions=False, split=False, progress=progress,
             time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
         )  # fmt: skip
-    except NoBoundError:  # no proven bound yet: the racers start from scratch anyway
-        if time_limit is not None and time_limit <= probe_limit:
-            raise
+    except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
+        probe_error = err
     probe_seconds = time.perf_counter() - start
     remaining = None if time_limit is None else time_limit - probe_seconds
-    if probe is not None and (
-        probe.status != "time_limit" or (remaining is not None and remaining <= 0)
-    ):
+    too_late = remaining is not None and remaining < MIN_RACE_SECONDS
+    if probe is not None and (probe.status not in ("time_limit",) or too_late):
         return probe
+    if probe_error is not None and too_late:
+        raise probe_error
     say(
         f"not finished in {probe_limit:g} s: racing the forward and the backward model "
         "on two processes..."
@@ -556,11 +585,21 @@ def _probe_then_race(
         )  # fmt: skip
         for form in (Formulation.FORWARD, Formulation.BACKWARD)
     }
-    winner, result = race(network, domain, entries, remaining)
-    merged = merge([result] if probe is None else [probe, result])
+    race_start = time.perf_counter()
+    try:
+        winner, result = race(network, domain, entries, remaining)
+    except SolverError as err:
+        if probe is None:
+            raise
+        say(f"the race failed ({err}); answering with the probe's bounds")
+        return probe
+    race_seconds = time.perf_counter() - race_start
+    merged = merge([result] if probe is None else [result, probe])
+    # the answering racer's own stages, the probe, and the race's overhead beyond those stages
+    # (starting processes, waiting for the slower racer's verdict): together the wall time
     timings = dict(result.timings)
     timings["probe"] = probe_seconds
-    timings["race"] = time.perf_counter() - start - probe_seconds
+    timings["race"] = max(race_seconds - sum(result.timings.values()), 0.0)
     note = (
         f"the {winner} model finished first of the two raced"
         if winner != "merged"
@@ -816,8 +855,11 @@ def _solve_refined(
             upper = float(result.bound) if upper is None else min(upper, float(result.bound))
     points = []
     if first.values is not None:
-        x0 = np.array([first.values[v] for v in lip.x], dtype=np.float64)
-        points.append(np.clip(x0, *domain.bounding_box()))
+        low, high = domain.bounding_box()
+        # an input no constraint uses (a network without hidden layers) has no solver value
+        x0 = np.array([first.values.get(v, np.nan) for v in lip.x], dtype=np.float64)
+        x0 = np.where(np.isnan(x0), (low + high) / 2.0, x0)
+        points.append(np.clip(x0, low, high))
     return _Solved(
         first, result, upper, witness, points, refinements, nodes, solve_seconds, cut_off
     )

@@ -24,6 +24,9 @@ from lipopt.solvers import SolverError
 #: problems finish within it and never pay for starting processes
 RACE_AFTER = 5.0
 
+#: statuses with which a racer has done its job: proven optimal, or within the requested gap
+FINISHED = ("optimal", "gap_limit")
+
 #: how much longer than the time limit to wait for a racer before giving up on it
 GRACE = 30.0
 
@@ -44,20 +47,22 @@ def _racer(conn: Connection, network: Network, domain: Domain, kwargs: dict[str,
 def merge(results: list[Any]) -> Any:
     """One answer from several certified answers to the same problem: the smallest upper bound,
     the largest attained lower bound (and its witness); optimal when they meet."""
-    best_upper = min(results, key=lambda r: r.upper)
+    # ties go to a finished (optimal or gap-limited) and certified answer
+    best_upper = min(results, key=lambda r: (r.upper, r.status not in FINISHED))
     with_lower = [r for r in results if r.lower is not None]
-    best_lower = max(with_lower, key=lambda r: r.lower, default=None)
+    best_lower = max(with_lower, key=lambda r: (r.lower, r.exact_certified), default=None)
     if best_lower is None:
         return best_upper
     upper = max(best_upper.upper, best_lower.lower)
     closed = upper - best_lower.lower <= 1e-6 * max(1.0, abs(upper))
+    status = "optimal" if closed else best_upper.status
     return replace(
         best_upper,
         value=upper,
         upper=upper,
         lower=best_lower.lower,
         witness=best_lower.witness,
-        status="optimal" if closed else best_upper.status,
+        status=status,
         exact_certified=closed and best_lower.exact_certified,
     )
 
@@ -69,8 +74,9 @@ def race(
     time_limit: float | None,
 ) -> Any:
     """Solve ``lipschitz(network, domain, **kwargs)`` for each named entry at once, one process
-    each; return ``(name, result)`` of the first optimal answer, or ``("merged", merged)``
-    of all answers when none is optimal. Raises the first error if every racer failed."""
+    each; return ``(name, result)`` of the first finished answer (optimal, or within the
+    requested gap), or ``("merged", merged)`` of all answers when none finished. Raises the
+    first error if every racer failed."""
     ctx = mp.get_context("fork")
     racers: dict[Connection, tuple[str, Any]] = {}
     for name, kwargs in entries.items():
@@ -100,7 +106,7 @@ def race(
                     proc.join(timeout=5)
                 if kind == "error":
                     errors.append(payload)
-                elif payload.status == "optimal":
+                elif payload.status in FINISHED:
                     return name, payload
                 else:
                     answers.append((name, payload))
@@ -115,4 +121,4 @@ def race(
     raise SolverError("no racer answered within the time limit")
 
 
-__all__ = ["GRACE", "RACE_AFTER", "merge", "race"]
+__all__ = ["FINISHED", "GRACE", "RACE_AFTER", "merge", "race"]

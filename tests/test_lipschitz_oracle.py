@@ -214,3 +214,20 @@ def test_time_limited_forward_solve_brackets_the_constant(norm, time_limit):
         assert dual_norm(net.gradients(res.witness, c), norm) == pytest.approx(res.lower)
     if res.status == "optimal":
         assert res.value == pytest.approx(exact.value, rel=1e-6)
+
+
+@pytest.mark.parametrize("domain", [Box([0.0, 0.0], [1.0, 2.0]), L1Ball([0.5, 0.5], 1.0)])
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("formulation", ["backward", "forward"])
+def test_network_without_hidden_layers_is_its_weight_norm(formulation, norm, domain):
+    """An affine map f(x) = W x + b: the constant of c^T f is ||W^T c||_{α*} (closed form)."""
+    from lipopt.network import Affine, Network
+
+    weight = np.array([[1.0, -2.0], [0.5, 3.0]])
+    net = Network.from_layers([Affine(weight, np.array([0.1, -0.2]))])
+    c = np.array([1.0, -1.0])
+    res = lipschitz(
+        net, domain, norm=norm, c=c, formulation=formulation, split=False, regions=False
+    )
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(float(dual_norm(weight.T @ c, norm)), rel=1e-9)
