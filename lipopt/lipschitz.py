@@ -565,7 +565,7 @@ def _probe_then_race(
     probe_seconds = time.perf_counter() - start
     remaining = None if time_limit is None else time_limit - probe_seconds
     too_late = remaining is not None and remaining < MIN_RACE_SECONDS
-    if probe is not None and (probe.status not in ("time_limit",) or too_late):
+    if probe is not None and (probe.status != "time_limit" or too_late):
         return probe
     if probe_error is not None and too_late:
         raise probe_error

@@ -29,13 +29,20 @@ SCALAR_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
-def test_lipschitz_equals_brute_force_scalar(case):
+def scalar_case(case: int):
+    """SCALAR_CASES[case] made concrete: network, domain, norm, c, brute-force truth, and the
+    generator (for sampling) that made them."""
     widths, domain, norm = SCALAR_CASES[case]
     rng = np.random.default_rng(100 + case)
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    return net, domain, norm, c, truth, rng
+
+
+@pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
+def test_lipschitz_equals_brute_force_scalar(case):
+    net, domain, norm, c, truth, rng = scalar_case(case)
     res = lipschitz(net, domain, norm=norm, c=c)
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -108,11 +115,7 @@ L1_SCALAR = [k for k, (_, _, norm) in enumerate(SCALAR_CASES) if norm == "l1"]
 @pytest.mark.parametrize("case", L1_SCALAR)
 def test_l1_norm_with_and_without_decomposition_equals_brute_force(case, decompose):
     """max ||∇||_∞ by one MIP per candidate ±∂_j, or one MIP with selection binaries: both exact."""
-    widths, domain, norm = SCALAR_CASES[case]
-    rng = np.random.default_rng(100 + case)
-    net = random_network(rng, widths)
-    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
-    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    net, domain, norm, c, truth, rng = scalar_case(case)
     res = lipschitz(net, domain, norm=norm, c=c, decompose=decompose, split=False, regions=False)
     assert res.status == "optimal" and res.exact_certified, res.message
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -162,11 +165,7 @@ def test_time_limited_decomposed_solve_brackets_the_constant(time_limit):
 @pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
 def test_each_formulation_equals_brute_force_scalar(case, formulation):
     """The chain rule backward and the directional derivative forward: both exact, as MIPs."""
-    widths, domain, norm = SCALAR_CASES[case]
-    rng = np.random.default_rng(100 + case)
-    net = random_network(rng, widths)
-    c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
-    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    net, domain, norm, c, truth, rng = scalar_case(case)
     res = lipschitz(
         net, domain, norm=norm, c=c, formulation=formulation, split=False, regions=False,
         decompose=False,
