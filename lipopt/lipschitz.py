@@ -189,13 +189,12 @@ def build_model(
     ``"forward"`` (fixed c) the directional-derivative model."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
-    form = _formulation(
-        formulation, seed, Mode.LP if relax else Mode.EXACT, InputNorm.parse(norm)
-    )
+    input_norm = InputNorm.parse(norm)
+    form = _formulation(formulation, seed, Mode.LP if relax else Mode.EXACT, input_norm)
     form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
-        network, domain, seed, InputNorm.parse(norm), net_bounds, relax=relax,
+        network, domain, seed, input_norm, net_bounds, relax=relax,
         decompose=decompose and form is Formulation.BACKWARD, formulation=form,
     )  # fmt: skip
 

@@ -18,7 +18,7 @@ from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
 from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm
+from lipopt.norms import InputNorm, OutputNorm, _parse
 
 
 class Formulation(str, Enum):
@@ -36,13 +36,7 @@ class Formulation(str, Enum):
 
     @classmethod
     def parse(cls, value: str | Formulation) -> Formulation:
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            names = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown formulation {value!r}; choose one of: {names}") from None
+        return _parse(cls, value, "formulation")
 
 
 @dataclass(eq=False)

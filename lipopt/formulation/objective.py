@@ -120,24 +120,33 @@ def _linf_of_gradient(
     return model.g_max
 
 
-def _box_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
-    """``w ∈ [-1, 1]^m``: the dual ball of ℓ1 (and of |·| for one output)."""
-    model.w = pe.Var(range(m), bounds=(-1.0, 1.0))
-    return [model.w[o] for o in range(m)]
+def box_ball(model: pe.ConcreteModel, m: int, name: str = "w") -> list[Term]:
+    """``w ∈ [-1, 1]^m`` (variables ``name``): the unit ball of ℓ∞, the dual ball of ℓ1 (and
+    of |·| for one output)."""
+    var = pe.Var(range(m), bounds=(-1.0, 1.0))
+    setattr(model, name, var)
+    return [var[o] for o in range(m)]
 
 
-def _split_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
-    """``w = w⁺ - w⁻`` with ``w⁺, w⁻ >= 0``; the caller bounds the sums."""
-    model.w_pos = pe.Var(range(m), bounds=(0.0, 1.0))
-    model.w_neg = pe.Var(range(m), bounds=(0.0, 1.0))
-    return [model.w_pos[o] - model.w_neg[o] for o in range(m)]
+def _split_ball(model: pe.ConcreteModel, m: int, name: str = "w") -> list[Term]:
+    """``w = w⁺ - w⁻`` with ``w⁺, w⁻ >= 0`` (``name_pos``, ``name_neg``); the caller bounds the
+    sums."""
+    pos = pe.Var(range(m), bounds=(0.0, 1.0))
+    neg = pe.Var(range(m), bounds=(0.0, 1.0))
+    setattr(model, f"{name}_pos", pos)
+    setattr(model, f"{name}_neg", neg)
+    return [pos[o] - neg[o] for o in range(m)]
 
 
-def _l1_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
-    """The dual ball of ℓ∞: ``Σ (w⁺ + w⁻) <= 1``."""
-    w = _split_ball(model, m)
-    model.w_ball = pe.Constraint(
-        expr=pe.quicksum(model.w_pos[o] + model.w_neg[o] for o in range(m)) <= 1
+def l1_ball(model: pe.ConcreteModel, m: int, name: str = "w") -> list[Term]:
+    """``Σ (w⁺ + w⁻) <= 1`` (constraint ``name_ball``): the unit ball of ℓ1, the dual ball of
+    ℓ∞."""
+    w = _split_ball(model, m, name)
+    pos, neg = model.component(f"{name}_pos"), model.component(f"{name}_neg")
+    setattr(
+        model,
+        f"{name}_ball",
+        pe.Constraint(expr=pe.quicksum(pos[o] + neg[o] for o in range(m)) <= 1),
     )
     return w
 
@@ -154,9 +163,9 @@ def _cross_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
 
 
 DUAL_BALLS: dict[OutputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {
-    OutputNorm.ABS: _box_ball,
-    OutputNorm.L1: _box_ball,
-    OutputNorm.LINF: _l1_ball,
+    OutputNorm.ABS: box_ball,
+    OutputNorm.L1: box_ball,
+    OutputNorm.LINF: l1_ball,
     OutputNorm.CROSS: _cross_ball,
 }
 

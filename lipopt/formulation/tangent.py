@@ -18,6 +18,7 @@ only — no sign binaries for ``||∇||_1`` and no selection binaries for ``||�
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import pyomo.environ as pe
@@ -25,30 +26,15 @@ import pyomo.environ as pe
 from lipopt.bounds.interval import NeuronState
 from lipopt.bounds.tangent import TangentBounds
 from lipopt.formulation.backward import add_switch
+from lipopt.formulation.objective import box_ball, l1_ball
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
-
-def _box_directions(model: pe.ConcreteModel, d: int) -> list[Term]:
-    """``v ∈ [-1, 1]^d``, the unit ball of ℓ∞."""
-    model.v = pe.Var(range(d), bounds=(-1.0, 1.0))
-    return [model.v[j] for j in range(d)]
-
-
-def _l1_directions(model: pe.ConcreteModel, d: int) -> list[Term]:
-    """``v = v⁺ - v⁻``, ``v⁺, v⁻ >= 0``, ``Σ (v⁺ + v⁻) <= 1``: the unit ball of ℓ1."""
-    model.v_pos = pe.Var(range(d), bounds=(0.0, 1.0))
-    model.v_neg = pe.Var(range(d), bounds=(0.0, 1.0))
-    model.v_ball = pe.Constraint(
-        expr=pe.quicksum(model.v_pos[j] + model.v_neg[j] for j in range(d)) <= 1
-    )
-    return [model.v_pos[j] - model.v_neg[j] for j in range(d)]
-
-
+#: the unit ball of each input norm, as variables ``v`` (ℓ∞) or ``v_pos - v_neg`` (ℓ1)
 DIRECTION_BALLS: dict[InputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {
-    InputNorm.LINF: _box_directions,
-    InputNorm.L1: _l1_directions,
+    InputNorm.LINF: partial(box_ball, name="v"),
+    InputNorm.L1: partial(l1_ball, name="v"),
 }
 
 
