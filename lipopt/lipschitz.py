@@ -50,9 +50,11 @@ AUTO_DECOMPOSE_MIN_DIM = 5
 #: proved. The budget follows the share of unstable neurons, a cheap sign of how many regions the
 #: domain holds: with at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable (unit
 #: boxes in 10+ dimensions in benchmarks/speed.py: 98–100%, where the search never finished) it
-#: gets ``AUTO_REGION_NODES`` nodes (~3 s here); below it (ℓ∞ balls of radius 0.1: 20–68%, all
-#: finished within 40 000 nodes, most within a few hundred) ``AUTO_REGION_NODES_FEW_UNSTABLE``.
-AUTO_REGION_NODES = 6000
+#: gets ``AUTO_REGION_NODES`` nodes (~3–6 s here; 4000 nodes with the linear node bound took as
+#: long as 6000 with the interval bound before it and got as far); below it (ℓ∞ balls of radius
+#: 0.1: 20–68%, all finished within 20 000 nodes, most within a few hundred)
+#: ``AUTO_REGION_NODES_FEW_UNSTABLE``.
+AUTO_REGION_NODES = 4000
 AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
 AUTO_REGION_UNSTABLE_SHARE = 0.9
 

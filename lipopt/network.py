@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Union
 
 import numpy as np
@@ -131,8 +132,10 @@ class Network:
         return cls(tuple(out))
 
     # ------------------------------------------------------------------ shape facts
-    @property
+    @cached_property
     def affine_layers(self) -> tuple[Affine, ...]:
+        """The affine layers in order (cached: the layers are immutable, and the bound
+        passes ask for them in their inner loops)."""
         return tuple(layer for layer in self.layers if isinstance(layer, Affine))
 
     @property

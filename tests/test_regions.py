@@ -42,11 +42,12 @@ def _case(case: int):
     return net, domain, norm, c, rng
 
 
+@pytest.mark.parametrize("linear_bound", [True, False])
 @pytest.mark.parametrize("case", BOX_CASES)
-def test_region_search_equals_brute_force(case):
+def test_region_search_equals_brute_force(case, linear_bound):
     net, domain, norm, c, rng = _case(case)
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    res = lipschitz(net, domain, norm=norm, c=c, regions=True)
+    res = lipschitz(net, domain, norm=norm, c=c, regions=RegionOptions(linear_bound=linear_bound))
     assert res.status == "optimal" and res.exact_certified
     assert "regions" in res.model_stats and res.model_stats["binaries"] == 0  # no MIP was run
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)

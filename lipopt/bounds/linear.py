@@ -64,6 +64,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import (
+    _ACTIVE,
+    _UNSTABLE,
     NetworkBounds,
     NeuronState,
     Seed,
@@ -123,18 +125,20 @@ def switch_relaxation(
     Active ``s = y``; inactive ``s = 0``; unstable (``a ∈ {0, 1}`` free): the chords of
     ``max(y, 0)`` (above) and ``min(y, 0)`` (below) over ``[ly, uy]``.
     """
-    unstable = state == NeuronState.UNSTABLE
-    active = (state == NeuronState.ACTIVE).astype(np.float64)
-    straddle = unstable & (lower < 0) & (upper > 0)
-    positive = unstable & (lower >= 0)  # 0 <= s <= y
-    negative = unstable & (upper <= 0) & ~positive  # y <= s <= 0
-    width = np.where(straddle, upper - lower, 1.0)
-    up_chord = np.where(straddle, upper / width, 0.0)
-    low_chord = np.where(straddle, -lower / width, 0.0)
-    up_slope = active + positive + up_chord
-    up_shift = -up_chord * np.where(straddle, lower, 0.0)
-    low_slope = active + negative + low_chord
-    low_shift = -low_chord * np.where(straddle, upper, 0.0)
+    # One formula for the three unstable cases: over [l', u'] = [min(l, 0), max(u, 0)] the chord
+    # of max(y, 0) has slope u'/(u'-l') and that of min(y, 0) slope -l'/(u'-l'); they give the
+    # straddling chords, s = y (above) and s = 0 (below) when l >= 0, the reverse when u <= 0.
+    # Written with few array operations: it runs for every node of the region search.
+    unstable = (state == _UNSTABLE).astype(np.float64)
+    active = (state == _ACTIVE).astype(np.float64)
+    low0, up0 = np.minimum(lower, 0.0), np.maximum(upper, 0.0)
+    width = up0 - low0
+    inverse = unstable / np.where(width > 0.0, width, 1.0)  # 0 for stable neurons
+    up_chord, low_chord = up0 * inverse, -low0 * inverse
+    up_slope = active + up_chord
+    up_shift = -up_chord * low0
+    low_slope = active + low_chord
+    low_shift = -low_chord * up0
     return up_slope, up_shift, low_slope, low_shift
 
 
@@ -151,9 +155,9 @@ def _relax_upper(
     pos = np.maximum(coeffs, 0.0)
     neg = np.minimum(coeffs, 0.0)
     new = pos * up[0] + neg * low[0]
-    shift_terms = (pos @ up[1], neg @ low[1])
-    magnitude = np.abs(pos) @ np.abs(up[1]) + np.abs(neg) @ np.abs(low[1])
-    return new, shift_terms[0] + shift_terms[1], magnitude
+    shift = pos @ up[1] + neg @ low[1]
+    magnitude = pos @ np.abs(up[1]) - neg @ np.abs(low[1])  # |pos| = pos, |neg| = -neg
+    return new, shift, magnitude
 
 
 # ---------------------------------------------------------------------------- concretisation
@@ -296,20 +300,40 @@ def _backward_layer(
     """
     affines = network.affine_layers
     top = len(affines) - 1
-    bounds: list[FloatArray] = []
-    for sign in (1.0, -1.0):
-        coeffs = sign * affines[k].weight.T
-        shift = np.zeros(coeffs.shape[0])
-        magnitude = np.zeros(coeffs.shape[0])
-        for j in range(k, top):
-            up_slope, up_shift, low_slope, low_shift = relaxations[j]
-            coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
-            shift = shift + extra
-            magnitude = magnitude + size
-            coeffs = coeffs @ affines[j + 1].weight.T
-        _, hi, size = _seed_range(coeffs, seed)
-        bounds.append(_outward(hi + shift, magnitude + size))
+    rows = affines[k].weight.T
+    # upper bounds of  y  (first half) and of  -y  (second half) in one pass; the lower bound is
+    # -(upper bound of -y)
+    coeffs = np.concatenate([rows, -rows])
+    shift = np.zeros(coeffs.shape[0])
+    magnitude = np.zeros(coeffs.shape[0])
+    for j in range(k, top):
+        up_slope, up_shift, low_slope, low_shift = relaxations[j]
+        coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
+        shift = shift + extra
+        magnitude = magnitude + size
+        coeffs = coeffs @ affines[j + 1].weight.T
+    _, hi, size = _seed_range(coeffs, seed)
+    both = _outward(hi + shift, magnitude + size)
+    bounds = [both[: rows.shape[0]], both[rows.shape[0] :]]
     return -bounds[1], bounds[0]
+
+
+def input_gradient_linear(
+    network: Network,
+    states: Sequence[NDArray[np.int8]],
+    seed: Seed,
+    grad_lower: Sequence[FloatArray],
+    grad_upper: Sequence[FloatArray],
+) -> tuple[FloatArray, FloatArray]:
+    """Bounds on ``∇f = W_1^T s_1`` by one back-substitution to the seed through the switch
+    chords of every hidden layer, built from given sound bounds on each ``y_k`` (e.g. the
+    interval pass's) instead of re-tightening every layer as :func:`backward_linear` does:
+    cheaper, and as tight for ``∇f`` when the ``y_k`` bounds are not improved on the way."""
+    relaxations = {
+        k: switch_relaxation(states[k], grad_lower[k], grad_upper[k])
+        for k in range(len(network.affine_layers) - 1)
+    }
+    return _backward_layer(network, seed, 0, relaxations)
 
 
 def backward_linear(
@@ -373,6 +397,7 @@ __all__ = [
     "backward_linear",
     "linear_layer",
     "forward_linear",
+    "input_gradient_linear",
     "linear_bounds",
     "relu_relaxation",
     "switch_relaxation",

@@ -9,7 +9,12 @@ import pytest
 from lipopt import lipschitz
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds, NeuronState, interval_bounds
-from lipopt.bounds.linear import linear_bounds, relu_relaxation, switch_relaxation
+from lipopt.bounds.linear import (
+    input_gradient_linear,
+    linear_bounds,
+    relu_relaxation,
+    switch_relaxation,
+)
 from lipopt.domain import Box, L1Ball, LinfBall
 from lipopt.network import Affine, Network, ReLU
 from lipopt.norms import OutputNorm
@@ -183,6 +188,33 @@ def test_linear_bounds_contain_sampled_values(case, domain_name, seed_name):
     assert bounds.method == "linear"
     assert_sound(net, domain, seed, bounds, rng)
     assert_inside(bounds, interval_bounds(net, domain, seed))
+
+
+@pytest.mark.parametrize("domain_name", sorted(DOMAINS))
+@pytest.mark.parametrize("case", range(len(WIDTHS)))
+def test_one_pass_input_gradient_bounds_contain_sampled_gradients(case, domain_name):
+    """input_gradient_linear from the interval pass's y ranges (as the region search uses it):
+    every sampled gradient inside, and the states may fix neurons as a partial pattern does."""
+    rng = np.random.default_rng(7 * case + len(domain_name))
+    widths = WIDTHS[case]
+    net = random_network(rng, widths)
+    domain = DOMAINS[domain_name](widths[0], rng)
+    c = rng.normal(size=widths[-1])
+    plain = interval_bounds(net, domain, c)
+    lo, hi = input_gradient_linear(net, plain.states, c, plain.grad_lower, plain.grad_upper)
+    grads = net.gradients(domain.sample(4000, rng), c)
+    assert np.all(grads >= lo - TOL) and np.all(grads <= hi + TOL)
+    # points of one region: fix every neuron to its pattern there, the bound must hold
+    point = domain.sample(1, rng)[0]
+    states = [
+        np.where(z > 0, NeuronState.ACTIVE, NeuronState.INACTIVE).astype(np.int8)
+        for z in net.pre_activations(point[None, :])
+    ]
+    states = [s[0] for s in states]
+    fixed = interval_bounds(net, domain, c)  # y ranges of the unfixed pass stay sound
+    lo, hi = input_gradient_linear(net, states, c, fixed.grad_lower, fixed.grad_upper)
+    grad = net.gradients(point, c)
+    assert np.all(grad >= lo - TOL) and np.all(grad <= hi + TOL)
 
 
 def test_linear_bounds_sound_at_extreme_points_of_the_domain():
