@@ -201,6 +201,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "forward (directional derivative, fixed c only); default auto: backward, and with "
         "--norm linf, if it has not finished in 5 s, both raced on two processes",
     )
+    perf.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes for independent solves: the race of the two formulations, and the "
+        "l1 norm's candidates solved side by side (HiGHS); default: one per core; 1: none",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -460,6 +467,7 @@ def run_solve(args: argparse.Namespace) -> int:
         decompose=args.decompose,
         regions=args.regions,
         formulation=args.formulation,
+        workers=args.workers,
     )
     if args.json:
         out = result.to_dict()

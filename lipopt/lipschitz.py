@@ -30,6 +30,7 @@ from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.verify import Dimension, check_region, is_differentiable_at
+from lipopt.workers import ForkedWorkers, InProcess, worker_count
 
 FloatArray = NDArray[np.float64]
 
@@ -301,6 +302,7 @@ def lipschitz(
     decompose: bool | str = "auto",
     regions: bool | str | RegionOptions = "auto",
     formulation: Formulation | str = "auto",
+    workers: int | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -347,6 +349,10 @@ def lipschitz(
             the ℓ∞ input norm and HiGHS on two or more cores, the backward model for
             :data:`~lipopt.race.RACE_AFTER` seconds, then, if unfinished, both raced on two
             processes for the time left (:mod:`lipopt.race`); backward otherwise.
+        workers: processes for independent solves on this machine's cores — the race of
+            the two formulations, and the candidates of the ℓ1 decomposition, solved side by
+            side (:mod:`lipopt.workers`; HiGHS only). None (the default): one per core; 1:
+            everything in this process.
     """
     say = progress or (lambda _message: None)
     input_norm = InputNorm.parse(norm)
@@ -355,6 +361,10 @@ def lipschitz(
         raise LipschitzError(f"gap must be in [0, 1), got {gap}")
     if time_limit is not None and not time_limit > 0:
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
+        raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
+    if workers is not None and workers < 1:
+        raise LipschitzError(f"workers must be at least 1, got {workers}")
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
     form = _formulation(formulation, seed, solve_mode, input_norm)
@@ -373,6 +383,7 @@ def lipschitz(
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
+        workers=workers,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -401,7 +412,7 @@ def lipschitz(
         )
 
     if form is None:
-        if _can_race(solver):
+        if worker_count(solver, workers, 2) >= 2:
             return _probe_then_race(network, domain, seed, input_norm, solve_arguments,
                                     time_limit, progress, say)  # fmt: skip
         form = Formulation.BACKWARD
@@ -435,7 +446,7 @@ def lipschitz(
     if lip.candidates:
         return _decomposed(
             network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
-            max_refinements, gap, timings, np.random.default_rng(random_seed), say,
+            max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
         )  # fmt: skip
     start = time.perf_counter()
     solved = _solve_refined(
@@ -516,26 +527,8 @@ def _formulation(
 #: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
 AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
 
-#: solvers that run inside the Python process, so that stopping a racer stops its solve (CBC is a
-#: subprocess a terminated racer would orphan; Gurobi's safety under fork is unchecked)
-RACE_SOLVERS = frozenset({"highs"})
-
 #: fewer seconds than this left after the probe: no race (the racers would start from scratch)
 MIN_RACE_SECONDS = 1.0
-
-
-def _can_race(solver: str) -> bool:
-    """Two cores for two racers, an in-process solver, and a process that may fork children
-    (POSIX; not a daemonic worker such as a ``multiprocessing.Pool``'s)."""
-    import multiprocessing as mp
-    import os
-
-    return (
-        solver in RACE_SOLVERS
-        and (os.cpu_count() or 1) >= 2
-        and "fork" in mp.get_all_start_methods()
-        and not mp.current_process().daemon
-    )
 
 
 def _probe_then_race(
@@ -874,6 +867,10 @@ def _solve_refined(
 CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
 
 
+def _quiet(_message: str) -> None:
+    """No progress messages (from a forked worker, whose lines would interleave)."""
+
+
 def _candidate_options(
     options: SolveOptions, solver: str, remaining: float | None, cutoff: float | None
 ) -> SolveOptions:
@@ -899,6 +896,7 @@ def _decomposed(
     timings: dict[str, float],
     rng: np.random.Generator,
     say: Callable[[str], None],
+    workers: int | None = None,
 ) -> LipschitzResult:
     """``max_x ||g(x)||_∞ = max_{(j, ±)} max_x ±g_j(x)``: one MIP per candidate ``±g_j``.
 
@@ -908,6 +906,8 @@ def _decomposed(
     ``±g_j >= cutoff`` with the cutoff just below the best verified value, so an infeasible
     verdict proves the candidate cannot beat it. The upper bound is the largest of the
     candidates' proven bounds (solved, cut off, skipped or left unsolved at the time limit).
+    With ``workers`` (:func:`~lipopt.workers.worker_count`) above 1, candidates are solved side by
+    side on forked copies of the model, each with the cutoff known when it starts.
     """
     start = time.perf_counter()
     candidates = lip.candidates
@@ -918,49 +918,80 @@ def _decomposed(
     refinements = nodes = solved_count = cut_count = 0
     solve_seconds = 0.0
     solver_name = ""
-    for n, cand in enumerate(candidates):
-        reached = max(known, best.norm_value if best is not None else -np.inf)
-        if cand.upper <= reached:
-            parts.append(cand.upper)  # cannot exceed what is already reached
-            continue
-        remaining = None if deadline is None else deadline - time.perf_counter()
-        if remaining is not None and remaining <= 0:
-            parts.append(cand.upper)
-            statuses.append(Termination.TIME_LIMIT.value)
-            continue
-        cutoff = None
-        if best is not None:
-            cutoff = best.norm_value - 1e-6 * max(1.0, abs(best.norm_value))
-        set_candidate(lip.model, lip.gradient, cand, cutoff)
-        sign = "+" if cand.sign > 0 else "-"
-        say(
-            f"candidate {n + 1}/{len(candidates)}: max {sign}g[{cand.index}] "
-            f"(bound {cand.upper:.6g}, best {reached:.6g})"
-        )
+    count = worker_count(adapter.name, workers, len(candidates))
+
+    def solve_candidate(task: tuple[int, float | None, float | None]) -> _Solved:
+        index, cutoff, remaining = task
+        set_candidate(lip.model, lip.gradient, candidates[index], cutoff)
         run_options = _candidate_options(options, adapter.name, remaining, cutoff)
         solved = _solve_refined(
             network, domain, seed, norm, lip, net_bounds, adapter, run_options, deadline,
-            max_refinements, False, say, cutoff,
+            max_refinements, False, say if count == 1 else _quiet, cutoff,
         )  # fmt: skip
-        solved_count += 1
-        solver_name = solved.first.solver or solver_name
-        refinements += solved.refinements
-        nodes += solved.nodes
-        solve_seconds += solved.solve_seconds
-        if solved.cut_off and solved.upper is not None:
-            cut_count += 1
-            parts.append(solved.upper)
-            statuses.append("optimal")
-            continue
-        part = cand.upper if solved.upper is None else min(cand.upper, solved.upper)
-        parts.append(part)
-        last = solved.last
-        statuses.append(_status(last.termination, Mode.EXACT, gap, last))
-        found = solved.witness
-        if found is None and solved.points:
-            found = _best_witness(network, domain, seed, norm, solved.points, rng, fallback=False)
-        if found is not None and (best is None or found.norm_value > best.norm_value):
-            best = found
+        if count == 1:
+            return solved
+        # what crosses the pipe: no Pyomo solution maps (they name this process's variables)
+        return replace(
+            solved, first=replace(solved.first, values=None), last=replace(solved.last, values=None)
+        )
+
+    if count > 1:
+        say(f"solving the candidates on {count} processes")
+    runner: Any = ForkedWorkers(count, solve_candidate) if count > 1 else InProcess(solve_candidate)
+    position = 0
+    try:
+        while True:
+            while runner.idle() and position < len(candidates):
+                n, cand = position, candidates[position]
+                position += 1
+                reached = max(known, best.norm_value if best is not None else -np.inf)
+                if cand.upper <= reached:
+                    parts.append(cand.upper)  # cannot exceed what is already reached
+                    continue
+                remaining = None if deadline is None else deadline - time.perf_counter()
+                if remaining is not None and remaining <= 0:
+                    parts.append(cand.upper)
+                    statuses.append(Termination.TIME_LIMIT.value)
+                    continue
+                cutoff = None
+                if best is not None:
+                    cutoff = best.norm_value - 1e-6 * max(1.0, abs(best.norm_value))
+                sign = "+" if cand.sign > 0 else "-"
+                say(
+                    f"candidate {n + 1}/{len(candidates)}: max {sign}g[{cand.index}] "
+                    f"(bound {cand.upper:.6g}, best {reached:.6g})"
+                )
+                runner.submit((n, cutoff, remaining), n)
+            if not runner.busy():
+                break
+            n, solved = runner.next_result()
+            cand = candidates[n]
+            solved_count += 1
+            solver_name = solved.first.solver or solver_name
+            refinements += solved.refinements
+            nodes += solved.nodes
+            solve_seconds += solved.solve_seconds
+            if solved.cut_off and solved.upper is not None:
+                cut_count += 1
+                parts.append(solved.upper)
+                statuses.append("optimal")
+                continue
+            part = cand.upper if solved.upper is None else min(cand.upper, solved.upper)
+            parts.append(part)
+            last = solved.last
+            statuses.append(_status(last.termination, Mode.EXACT, gap, last))
+            found = solved.witness
+            if found is None and solved.points:
+                found = _best_witness(
+                    network, domain, seed, norm, solved.points, rng, fallback=False
+                )
+            if found is not None and (best is None or found.norm_value > best.norm_value):
+                best = found
+    finally:
+        runner.close()
+    if count > 1:
+        # the workers' solver seconds add up to more than the wall time they took
+        solve_seconds = min(solve_seconds, time.perf_counter() - start)
     if best is None:  # nothing solved: a few random points, each region checked
         best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
     timings["solve"] = solve_seconds

@@ -114,6 +114,7 @@ def test_cli_l1_ball_and_file_inputs(one_output_model, tmp_path, capsys):
         (["--box", "0,1", "--c", "1,-1", "--gap", "2"], "gap"),
         (["--box", "0,1"], "pass c"),
         (["--box", "0,1", "--output-norm", "linf", "--formulation", "forward"], "fixed c"),
+        (["--box", "0,1", "--c", "1,-1", "--workers", "0"], "workers must be at least 1"),
     ],
 )
 def test_cli_bad_input_is_one_clear_line(two_output_model, capsys, args, fragment):
@@ -249,11 +250,14 @@ def test_cli_lp_mode_reports_no_binaries(two_output_model, capsys):
         ["--no-split", "--no-regions"],
         ["--no-split", "--no-regions", "--formulation", "forward"],
         ["--no-split", "--no-regions", "--formulation", "backward"],
+        ["--no-split", "--no-regions", "--norm", "l1", "--decompose", "--workers", "1"],
+        ["--no-split", "--no-regions", "--norm", "l1", "--decompose", "--workers", "2"],
     ],
 )
 def test_cli_speed_levers_keep_the_value(one_output_model, capsys, levers):
     path, _ = one_output_model
-    _, base, _ = _run(capsys, "solve", path, "--box", "0,1", "--json")
+    norm = levers[levers.index("--norm") : levers.index("--norm") + 2] if "--norm" in levers else []
+    _, base, _ = _run(capsys, "solve", path, "--box", "0,1", "--json", *norm)
     code, out, _ = _run(capsys, "solve", path, "--box", "0,1", "--json", *levers)
     assert code == 0
     assert json.loads(out)["value"] == pytest.approx(json.loads(base)["value"], rel=1e-6)

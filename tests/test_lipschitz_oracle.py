@@ -7,6 +7,7 @@ import pytest
 
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.norms import dual_norm
+from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
@@ -111,12 +112,23 @@ def test_abs_output_norm_needs_one_output():
 L1_SCALAR = [k for k, (_, _, norm) in enumerate(SCALAR_CASES) if norm == "l1"]
 
 
-@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "selection"])
+@pytest.mark.parametrize(
+    ("decompose", "workers"),
+    [(True, 1), (True, 2), (False, 1)],
+    ids=["decomposed", "decomposed-2-processes", "selection"],
+)
 @pytest.mark.parametrize("case", L1_SCALAR)
-def test_l1_norm_with_and_without_decomposition_equals_brute_force(case, decompose):
-    """max ||∇||_∞ by one MIP per candidate ±∂_j, or one MIP with selection binaries: both exact."""
+def test_l1_norm_with_and_without_decomposition_equals_brute_force(case, decompose, workers):
+    """max ||∇||_∞ by one MIP per candidate ±∂_j (in this process or on two forked ones), or
+    one MIP with selection binaries: all exact."""
     net, domain, norm, c, truth, rng = scalar_case(case)
-    res = lipschitz(net, domain, norm=norm, c=c, decompose=decompose, split=False, regions=False)
+    said: list[str] = []
+    res = lipschitz(
+        net, domain, norm=norm, c=c, decompose=decompose, split=False, regions=False,
+        workers=workers, progress=said.append,
+    )  # fmt: skip
+    forked = any("candidates on 2 processes" in line for line in said)
+    assert forked == (decompose and workers == 2 and can_fork("highs"))
     assert res.status == "optimal" and res.exact_certified, res.message
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)

@@ -11,15 +11,14 @@ import pytest
 from lipopt import Box, LinfBall, lipschitz
 from lipopt.norms import dual_norm
 from lipopt.race import merge
+from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
 
-pytestmark = pytest.mark.skipif(
-    not lipschitz_module._can_race("highs"), reason="racing needs two cores and fork"
-)
+pytestmark = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 
 
 @pytest.fixture
@@ -136,8 +135,8 @@ def test_too_little_time_after_the_probe_is_a_clear_error_or_the_probe(race_at_o
 
 
 def test_no_race_for_a_subprocess_solver_or_inside_a_daemonic_worker():
-    assert not lipschitz_module._can_race("cbc")
+    assert not can_fork("cbc")
     import multiprocessing as mp
 
     with mp.get_context("fork").Pool(1) as pool:
-        assert pool.apply(lipschitz_module._can_race, ("highs",)) is False
+        assert pool.apply(can_fork, ("highs",)) is False

@@ -1,0 +1,158 @@
+"""Independent solves of one built model on several cores: forked worker processes.
+
+The ℓ1 input norm's decomposition (:func:`lipopt.lipschitz._decomposed`) solves one small MIP
+per candidate ``±∂_j f``; the candidates are independent, and HiGHS's MIP search runs on one
+core. Each worker here is a ``fork`` of the process that built the Pyomo model, so it owns a copy
+of the model without rebuilding or pickling it; tasks and answers (small, picklable) travel over
+pipes. :class:`InProcess` has the same interface and runs every task at once in this process, so
+that the caller has one loop for both.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from lipopt.solvers import SolverError
+
+#: solvers that run inside the Python process (a terminated worker stops its solve; CBC runs as
+#: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
+FORK_SOLVERS = frozenset({"highs"})
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def can_fork(solver: str) -> bool:
+    """An in-process solver, two cores or more, and a process that may fork children (POSIX;
+    not a daemonic worker such as a ``multiprocessing.Pool``'s or a racer)."""
+    return (
+        solver in FORK_SOLVERS
+        and available_cores() >= 2
+        and "fork" in mp.get_all_start_methods()
+        and not mp.current_process().daemon
+    )
+
+
+def worker_count(solver: str, workers: int | None, tasks: int) -> int:
+    """Processes for ``tasks`` independent solves: ``workers`` (None: every core), never more
+    than the tasks or the cores, and 1 (no process) where :func:`can_fork` says no."""
+    if workers is not None and workers <= 1:
+        return 1
+    if not can_fork(solver):
+        return 1
+    limit = available_cores() if workers is None else min(workers, available_cores())
+    return max(1, min(limit, tasks))
+
+
+def _serve(conn: Connection, handle: Callable[[Any], Any]) -> None:
+    """A worker's loop: answer each task with ``("ok", handle(task))`` or ``("error", err)``
+    until it receives None."""
+    try:
+        while True:
+            task = conn.recv()
+            if task is None:
+                break
+            try:
+                conn.send(("ok", handle(task)))
+            except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises
+                conn.send(("error", err))
+    except (EOFError, KeyboardInterrupt):  # the parent went away or was interrupted
+        pass
+    finally:
+        conn.close()
+
+
+class InProcess:
+    """Runs each task when it is submitted, in this process."""
+
+    def __init__(self, handle: Callable[[Any], Any]) -> None:
+        self.handle = handle
+        self.done: list[tuple[Any, Any]] = []
+
+    def idle(self) -> bool:
+        return not self.done
+
+    def busy(self) -> bool:
+        return bool(self.done)
+
+    def submit(self, task: Any, tag: Any) -> None:
+        self.done.append((tag, self.handle(task)))
+
+    def next_result(self) -> tuple[Any, Any]:
+        return self.done.pop(0)
+
+    def close(self) -> None:
+        self.done.clear()
+
+
+class ForkedWorkers:
+    """``count`` forked processes, each calling ``handle`` (with everything it closes over
+    inherited from this process) on the tasks sent to it."""
+
+    def __init__(self, count: int, handle: Callable[[Any], Any]) -> None:
+        ctx = mp.get_context("fork")
+        self.free: list[tuple[Connection, Any]] = []
+        self.running: dict[Connection, tuple[Any, Any]] = {}
+        try:
+            for _ in range(count):
+                here, there = ctx.Pipe(duplex=True)
+                proc = ctx.Process(target=_serve, args=(there, handle), daemon=True)
+                proc.start()
+                there.close()
+                self.free.append((here, proc))
+        except BaseException:
+            self.close()
+            raise
+
+    def idle(self) -> bool:
+        return bool(self.free)
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def submit(self, task: Any, tag: Any) -> None:
+        conn, proc = self.free.pop()
+        conn.send(task)
+        self.running[conn] = (tag, proc)
+
+    def next_result(self) -> tuple[Any, Any]:
+        """The tag and answer of the next task to finish; re-raises a task's error."""
+        conn = wait(list(self.running))[0]
+        tag, proc = self.running.pop(conn)  # type: ignore[index]
+        try:
+            kind, payload = conn.recv()  # type: ignore[union-attr]
+        except EOFError:
+            raise SolverError("a worker process ended without an answer") from None
+        self.free.append((conn, proc))  # type: ignore[arg-type]
+        if kind == "error":
+            raise payload
+        return tag, payload
+
+    def close(self) -> None:
+        """Stop every worker: idle ones by message, busy ones (an early exit) by signal."""
+        for conn, _proc in self.free:
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for _conn, (_tag, proc) in self.running.items():
+            proc.terminate()
+        for conn, proc in [*self.free, *((c, p) for c, (_t, p) in self.running.items())]:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+            conn.close()
+        self.free, self.running = [], {}
+
+
+__all__ = ["FORK_SOLVERS", "ForkedWorkers", "InProcess", "can_fork", "worker_count"]

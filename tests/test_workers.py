@@ -1,0 +1,84 @@
+"""Forked workers (lipopt.workers): tasks answered by processes that inherit this one's state."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+from lipopt import LinfBall, LipschitzError, lipschitz
+from lipopt.workers import ForkedWorkers, InProcess, can_fork, worker_count
+from tests.helpers import random_network
+
+needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")
+
+
+class _Unpicklable:
+    """State a worker inherits by fork; pickling it (as a spawned process would) fails."""
+
+    def __init__(self) -> None:
+        self.offset = 10
+        self.callback = lambda v: v * 2  # lambdas do not pickle
+
+    def __reduce__(self):  # noqa: D105
+        raise TypeError("not picklable")
+
+
+def _collect(runner, tasks):
+    answers, position = {}, 0
+    try:
+        while True:
+            while runner.idle() and position < len(tasks):
+                runner.submit(tasks[position], position)
+                position += 1
+            if not runner.busy():
+                break
+            tag, value = runner.next_result()
+            answers[tag] = value
+    finally:
+        runner.close()
+    return answers
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_workers_answer_every_task_with_inherited_state(count):
+    if count > 1 and not can_fork("highs"):
+        pytest.skip("needs two cores and fork")
+    state = _Unpicklable()
+    handle = lambda task: (task, state.callback(task) + state.offset)  # noqa: E731
+    runner = ForkedWorkers(count, handle) if count > 1 else InProcess(handle)
+    answers = _collect(runner, list(range(7)))
+    assert answers == {i: (i, 2 * i + 10) for i in range(7)}
+
+
+@needs_fork
+def test_a_task_error_reaches_the_parent_and_the_workers_stop():
+    def handle(task):
+        if task == 3:
+            raise ValueError("bad task 3")
+        return task
+
+    runner = ForkedWorkers(2, handle)
+    processes = [proc for _conn, proc in runner.free]
+    with pytest.raises(ValueError, match="bad task 3"):
+        _collect(runner, list(range(6)))
+    assert not any(proc.is_alive() for proc in processes)
+
+
+def test_worker_count_limits():
+    assert worker_count("highs", 1, 10) == 1
+    assert worker_count("cbc", None, 10) == 1  # a subprocess solver is never forked
+    assert worker_count("highs", None, 1) == 1  # one task: no process
+    if can_fork("highs"):
+        assert worker_count("highs", None, 10) >= 2
+        assert worker_count("highs", 2, 10) == 2
+    with mp.get_context("fork").Pool(1) as pool:  # inside a daemonic worker: never fork
+        assert pool.apply(worker_count, ("highs", None, 10)) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
+def test_lipschitz_rejects_bad_worker_counts(bad):
+    net = random_network(np.random.default_rng(0), [3, 4, 1])
+    with pytest.raises(LipschitzError, match="workers"):
+        lipschitz(net, LinfBall([0.5] * 3, 0.1), norm="l1", workers=bad)
