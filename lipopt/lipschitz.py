@@ -7,6 +7,7 @@ norm β instead of c, ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}``, the (α, �
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -361,8 +362,15 @@ def lipschitz(
         raise LipschitzError(f"gap must be in [0, 1), got {gap}")
     if time_limit is not None and not time_limit > 0:
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
-        raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
+    if workers is not None:
+        try:
+            if isinstance(workers, bool):
+                raise TypeError
+            workers = operator.index(workers)
+        except TypeError:
+            raise LipschitzError(
+                f"workers must be a whole number or None, got {workers!r}"
+            ) from None
     if workers is not None and workers < 1:
         raise LipschitzError(f"workers must be at least 1, got {workers}")
     check_dimension(domain, network.input_dim)
@@ -867,6 +875,10 @@ def _solve_refined(
 CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
 
 
+#: seconds past the time limit to wait for a candidate's worker before giving up on it
+WORKER_GRACE = 30.0
+
+
 def _quiet(_message: str) -> None:
     """No progress messages (from a forked worker, whose lines would interleave)."""
 
@@ -907,7 +919,10 @@ def _decomposed(
     verdict proves the candidate cannot beat it. The upper bound is the largest of the
     candidates' proven bounds (solved, cut off, skipped or left unsolved at the time limit).
     With ``workers`` (:func:`~lipopt.workers.worker_count`) above 1, candidates are solved side by
-    side on forked copies of the model, each with the cutoff known when it starts.
+    side on forked copies of the model, each with the cutoff known when it starts; answers are
+    taken as they finish, so where several points attain the best value the witness returned
+    may differ from run to run (the value does not), and ``model`` is the parent's copy
+    (without the candidates' objectives, cutoffs or no-good cuts).
     """
     start = time.perf_counter()
     candidates = lip.candidates
@@ -964,7 +979,14 @@ def _decomposed(
                 runner.submit((n, cutoff, remaining), n)
             if not runner.busy():
                 break
-            n, solved = runner.next_result()
+            wait_for = None if deadline is None else deadline - time.perf_counter() + WORKER_GRACE
+            answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
+            if answer is None:  # a worker stuck past the time limit: its candidates stay open
+                for n in runner.pending():
+                    parts.append(candidates[n].upper)
+                    statuses.append(Termination.TIME_LIMIT.value)
+                break
+            n, solved = answer
             cand = candidates[n]
             solved_count += 1
             solver_name = solved.first.solver or solver_name
@@ -1049,6 +1071,8 @@ def _split_lipschitz(
     """:func:`lipschitz` by branch and bound on the domain (:mod:`lipopt.split`)."""
     start = time.perf_counter()
     deadline = None if time_limit is None else start + time_limit
+    if options.workers > 1:  # the parts already use the cores: no processes within a part
+        solve_options = {**solve_options, "workers": 1}
     outcome = branch_and_bound(
         network,
         box,

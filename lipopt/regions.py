@@ -270,7 +270,10 @@ class _Search:
                         layer.weight, layer.bias, np.maximum(zl, 0.0), np.maximum(zh, 0.0)
                     )
                 zl, zh = np.maximum(zl, self.pre_lower[j]), np.minimum(zh, self.pre_upper[j])
-                states[j] = classify(zl, zh)
+                # keep what the node already knew (sound on its region, which holds the child's)
+                states[j] = np.where(
+                    node.states[j] == NeuronState.UNSTABLE, classify(zl, zh), node.states[j]
+                ).astype(np.int8)
         bound, backward = self.bound_and_grads(states)
         return bound, states, backward
 

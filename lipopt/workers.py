@@ -55,16 +55,22 @@ def worker_count(solver: str, workers: int | None, tasks: int) -> int:
 
 def _serve(conn: Connection, handle: Callable[[Any], Any]) -> None:
     """A worker's loop: answer each task with ``("ok", handle(task))`` or ``("error", err)``
-    until it receives None."""
+    until it receives None. An error that cannot cross the pipe is sent as a
+    :class:`SolverError` naming it."""
     try:
         while True:
             task = conn.recv()
             if task is None:
                 break
             try:
-                conn.send(("ok", handle(task)))
+                answer: tuple[str, Any] = ("ok", handle(task))
             except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises
-                conn.send(("error", err))
+                answer = ("error", err)
+            try:
+                conn.send(answer)
+            except Exception as err:  # noqa: BLE001 - e.g. an answer that does not pickle
+                what = answer[1] if answer[0] == "error" else err
+                conn.send(("error", SolverError(f"worker: {type(what).__name__}: {what}")))
     except (EOFError, KeyboardInterrupt):  # the parent went away or was interrupted
         pass
     finally:
@@ -84,10 +90,13 @@ class InProcess:
     def busy(self) -> bool:
         return bool(self.done)
 
+    def pending(self) -> list[Any]:
+        return []
+
     def submit(self, task: Any, tag: Any) -> None:
         self.done.append((tag, self.handle(task)))
 
-    def next_result(self) -> tuple[Any, Any]:
+    def next_result(self, timeout: float | None = None) -> tuple[Any, Any] | None:
         return self.done.pop(0)
 
     def close(self) -> None:
@@ -100,6 +109,7 @@ class ForkedWorkers:
 
     def __init__(self, count: int, handle: Callable[[Any], Any]) -> None:
         ctx = mp.get_context("fork")
+        self.started: list[tuple[Connection, Any]] = []  # every worker, until close()
         self.free: list[tuple[Connection, Any]] = []
         self.running: dict[Connection, tuple[Any, Any]] = {}
         try:
@@ -108,6 +118,7 @@ class ForkedWorkers:
                 proc = ctx.Process(target=_serve, args=(there, handle), daemon=True)
                 proc.start()
                 there.close()
+                self.started.append((here, proc))
                 self.free.append((here, proc))
         except BaseException:
             self.close()
@@ -119,40 +130,50 @@ class ForkedWorkers:
     def busy(self) -> bool:
         return bool(self.running)
 
+    def pending(self) -> list[Any]:
+        """Tags of the tasks still running."""
+        return [tag for tag, _proc in self.running.values()]
+
     def submit(self, task: Any, tag: Any) -> None:
         conn, proc = self.free.pop()
-        conn.send(task)
+        try:
+            conn.send(task)
+        except (BrokenPipeError, OSError):
+            raise SolverError("a worker process ended before its task") from None
         self.running[conn] = (tag, proc)
 
-    def next_result(self) -> tuple[Any, Any]:
-        """The tag and answer of the next task to finish; re-raises a task's error."""
-        conn = wait(list(self.running))[0]
-        tag, proc = self.running.pop(conn)  # type: ignore[index]
+    def next_result(self, timeout: float | None = None) -> tuple[Any, Any] | None:
+        """The tag and answer of the next task to finish, or None if none finishes within
+        ``timeout`` seconds; re-raises a task's error."""
+        ready = wait(list(self.running), timeout=timeout)
+        if not ready:
+            return None
+        conn: Connection = ready[0]  # type: ignore[assignment]
         try:
-            kind, payload = conn.recv()  # type: ignore[union-attr]
+            kind, payload = conn.recv()
         except EOFError:
             raise SolverError("a worker process ended without an answer") from None
-        self.free.append((conn, proc))  # type: ignore[arg-type]
+        tag, proc = self.running.pop(conn)
+        self.free.append((conn, proc))
         if kind == "error":
             raise payload
         return tag, payload
 
     def close(self) -> None:
-        """Stop every worker: idle ones by message, busy ones (an early exit) by signal."""
+        """Stop every worker: idle ones by message, then any still alive (busy, stuck or
+        interrupted) by signal."""
         for conn, _proc in self.free:
             try:
                 conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
-        for _conn, (_tag, proc) in self.running.items():
-            proc.terminate()
-        for conn, proc in [*self.free, *((c, p) for c, (_t, p) in self.running.items())]:
-            proc.join(timeout=5)
+        for conn, proc in self.started:
+            proc.join(timeout=0 if conn in self.running else 5)
             if proc.is_alive():
                 proc.terminate()
                 proc.join(timeout=5)
             conn.close()
-        self.free, self.running = [], {}
+        self.started, self.free, self.running = [], [], {}
 
 
 __all__ = ["FORK_SOLVERS", "ForkedWorkers", "InProcess", "can_fork", "worker_count"]

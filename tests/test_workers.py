@@ -60,7 +60,7 @@ def test_a_task_error_reaches_the_parent_and_the_workers_stop():
         return task
 
     runner = ForkedWorkers(2, handle)
-    processes = [proc for _conn, proc in runner.free]
+    processes = [proc for _conn, proc in runner.started]
     with pytest.raises(ValueError, match="bad task 3"):
         _collect(runner, list(range(6)))
     assert not any(proc.is_alive() for proc in processes)
@@ -82,3 +82,44 @@ def test_lipschitz_rejects_bad_worker_counts(bad):
     net = random_network(np.random.default_rng(0), [3, 4, 1])
     with pytest.raises(LipschitzError, match="workers"):
         lipschitz(net, LinfBall([0.5] * 3, 0.1), norm="l1", workers=bad)
+
+
+class _UnpicklableError(Exception):
+    def __init__(self) -> None:
+        super().__init__("holds a lock")
+        self.lock = __import__("threading").Lock()  # locks do not pickle
+
+
+@needs_fork
+def test_an_error_that_cannot_cross_the_pipe_is_named_and_no_worker_is_left():
+    from lipopt.solvers import SolverError
+
+    def handle(task):
+        raise _UnpicklableError()
+
+    runner = ForkedWorkers(2, handle)
+    processes = [proc for _conn, proc in runner.started]
+    with pytest.raises(SolverError, match="_UnpicklableError: holds a lock"):
+        _collect(runner, [1, 2])
+    assert not any(proc.is_alive() for proc in processes)
+
+
+@needs_fork
+def test_a_stuck_worker_times_out_and_is_stopped():
+    import time
+
+    runner = ForkedWorkers(2, lambda task: time.sleep(task) or task)
+    processes = [proc for _conn, proc in runner.started]
+    runner.submit(0.0, "quick")
+    runner.submit(60.0, "stuck")
+    assert runner.next_result(timeout=20) == ("quick", 0.0)
+    assert runner.next_result(timeout=0.2) is None
+    assert runner.pending() == ["stuck"]
+    runner.close()
+    assert not any(proc.is_alive() for proc in processes)
+
+
+def test_lipschitz_accepts_numpy_integer_workers():
+    net = random_network(np.random.default_rng(0), [3, 4, 1])
+    res = lipschitz(net, LinfBall([0.5] * 3, 0.1), norm="l1", workers=np.int64(1))
+    assert res.status == "optimal"

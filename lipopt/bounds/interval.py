@@ -125,10 +125,10 @@ def first_layer_bounds(
 def _switch(
     state: NDArray[np.int8], lower: FloatArray, upper: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    # unstable: the range widened to include 0; active: unchanged; inactive: {0} (times 0)
+    # unstable: the range widened to include 0; active: unchanged; inactive: {0}
     unstable, live = state == _UNSTABLE, state != _INACTIVE
-    s_lower = np.minimum(lower, 0.0, where=unstable, out=lower.copy()) * live
-    s_upper = np.maximum(upper, 0.0, where=unstable, out=upper.copy()) * live
+    s_lower = np.where(live, np.minimum(lower, 0.0, where=unstable, out=lower.copy()), 0.0)
+    s_upper = np.where(live, np.maximum(upper, 0.0, where=unstable, out=upper.copy()), 0.0)
     return s_lower, s_upper
 
 
