@@ -7,7 +7,7 @@ norm β instead of c, ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}``, the (α, �
 
 from __future__ import annotations
 
-import operator
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -31,7 +31,7 @@ from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.verify import Dimension, check_region, is_differentiable_at
-from lipopt.workers import ForkedWorkers, InProcess, worker_count
+from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
 
 FloatArray = NDArray[np.float64]
 
@@ -363,16 +363,11 @@ def lipschitz(
     if time_limit is not None and not time_limit > 0:
         raise LipschitzError(f"time limit must be positive, got {time_limit}")
     if workers is not None:
-        try:
-            if isinstance(workers, bool):
-                raise TypeError
-            workers = operator.index(workers)
-        except TypeError:
-            raise LipschitzError(
-                f"workers must be a whole number or None, got {workers!r}"
-            ) from None
-    if workers is not None and workers < 1:
-        raise LipschitzError(f"workers must be at least 1, got {workers}")
+        if isinstance(workers, bool) or not isinstance(workers, numbers.Integral):
+            raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
+        if workers < 1:
+            raise LipschitzError(f"workers must be at least 1, got {workers}")
+        workers = int(workers)
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
     form = _formulation(formulation, seed, solve_mode, input_norm)
@@ -875,10 +870,6 @@ def _solve_refined(
 CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
 
 
-#: seconds past the time limit to wait for a candidate's worker before giving up on it
-WORKER_GRACE = 30.0
-
-
 def _quiet(_message: str) -> None:
     """No progress messages (from a forked worker, whose lines would interleave)."""
 
@@ -979,7 +970,7 @@ def _decomposed(
                 runner.submit((n, cutoff, remaining), n)
             if not runner.busy():
                 break
-            wait_for = None if deadline is None else deadline - time.perf_counter() + WORKER_GRACE
+            wait_for = None if deadline is None else deadline - time.perf_counter() + GRACE
             answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
             if answer is None:  # a worker stuck past the time limit: its candidates stay open
                 for n in runner.pending():

@@ -19,6 +19,7 @@ from typing import Any
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.solvers import SolverError
+from lipopt.workers import GRACE
 
 #: seconds to give the probe (the backward model alone, in-process) before racing: most
 #: problems finish within it and never pay for starting processes
@@ -26,9 +27,6 @@ RACE_AFTER = 5.0
 
 #: statuses with which a racer has done its job: proven optimal, or within the requested gap
 FINISHED = ("optimal", "gap_limit")
-
-#: how much longer than the time limit to wait for a racer before giving up on it
-GRACE = 30.0
 
 
 def _racer(conn: Connection, network: Network, domain: Domain, kwargs: dict[str, Any]) -> None:

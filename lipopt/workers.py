@@ -22,6 +22,10 @@ from lipopt.solvers import SolverError
 #: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
 FORK_SOLVERS = frozenset({"highs"})
 
+#: how much longer than the time limit to wait for a child process (a racer, a worker) before
+#: giving up on it
+GRACE = 30.0
+
 
 def available_cores() -> int:
     """Cores this process may run on."""
@@ -176,4 +180,4 @@ class ForkedWorkers:
         self.started, self.free, self.running = [], [], {}
 
 
-__all__ = ["FORK_SOLVERS", "ForkedWorkers", "InProcess", "can_fork", "worker_count"]
+__all__ = ["FORK_SOLVERS", "GRACE", "ForkedWorkers", "InProcess", "can_fork", "worker_count"]
