@@ -11,6 +11,7 @@ when ``y`` is a known number the switch is simply the linear term ``y·a``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pe
@@ -30,6 +31,58 @@ def add_switch(
     cons.add(out >= value - hi * (1 - a))
     cons.add(out <= hi * a)
     cons.add(out >= lo * a)
+
+
+def add_switched_layer(
+    model: pe.ConcreteModel,
+    values: Sequence[Term],
+    ranges: tuple[np.ndarray, np.ndarray],
+    state: np.ndarray,
+    gates: dict[int, Any],
+    names: tuple[str, str, str],
+) -> list[Term]:
+    """``a_i · value_i`` for one hidden layer: the values (gradients or tangents, within
+    ``ranges``) named as variables so that expressions never nest, then switched by the gates.
+
+    Inactive neurons give 0, active ones the value, unstable ones a variable under the four
+    switch constraints (a number times the gate where the value is a number). ``names``: the
+    components of the value variables (with ``{name}_def`` their definitions), of the switched
+    variables and of the switch constraints.
+    """
+    value_name, switched_name, cons_name = names
+    lower, upper = ranges
+    index = [
+        i
+        for i in range(len(values))
+        if not is_constant(values[i]) and state[i] != NeuronState.INACTIVE
+    ]
+    value_var = pe.Var(index, bounds={i: (float(lower[i]), float(upper[i])) for i in index})
+    setattr(model, value_name, value_var)
+    setattr(
+        model,
+        f"{value_name}_def",
+        pe.Constraint(index, expr={i: value_var[i] == values[i] for i in index}),
+    )
+    unstable = [i for i in index if state[i] == NeuronState.UNSTABLE]
+    switched_var = pe.Var(
+        unstable,
+        bounds={i: (min(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in unstable},
+    )
+    setattr(model, switched_name, switched_var)
+    cons = pe.ConstraintList()
+    setattr(model, cons_name, cons)
+    out: list[Term] = []
+    for i in range(len(values)):
+        if state[i] == NeuronState.INACTIVE:
+            out.append(0.0)
+        elif state[i] == NeuronState.ACTIVE:
+            out.append(values[i] if is_constant(values[i]) else value_var[i])
+        elif is_constant(values[i]):
+            out.append(float(values[i]) * gates[i])
+        else:
+            add_switch(cons, switched_var[i], value_var[i], gates[i], lower[i], upper[i])
+            out.append(switched_var[i])
+    return out
 
 
 def add_backward(
@@ -52,36 +105,9 @@ def add_backward(
     for k in range(len(affines) - 1, 0, -1):  # hidden layer k (1-based), last first
         state = states[k - 1]
         ly, uy = bounds.grad_lower[k - 1], bounds.grad_upper[k - 1]
-        # name the incoming gradient as variables so that expressions never nest
-        var_index = [
-            i for i in range(len(y)) if not is_constant(y[i]) and state[i] != NeuronState.INACTIVE
-        ]
-        y_var = pe.Var(var_index, bounds={i: (float(ly[i]), float(uy[i])) for i in var_index})
-        setattr(model, f"y{k}", y_var)
-        setattr(
-            model,
-            f"y{k}_def",
-            pe.Constraint(var_index, expr={i: y_var[i] == y[i] for i in var_index}),
+        s = add_switched_layer(
+            model, y, (ly, uy), state, activations[k - 1], (f"y{k}", f"s{k}", f"switch{k}")
         )
-        unstable_vars = [i for i in var_index if state[i] == NeuronState.UNSTABLE]
-        s_var = pe.Var(
-            unstable_vars,
-            bounds={i: (min(float(ly[i]), 0.0), max(float(uy[i]), 0.0)) for i in unstable_vars},
-        )
-        setattr(model, f"s{k}", s_var)
-        cons = pe.ConstraintList()
-        setattr(model, f"switch{k}", cons)
-        s: list[Term] = []
-        for i in range(len(y)):
-            if state[i] == NeuronState.INACTIVE:
-                s.append(0.0)
-            elif state[i] == NeuronState.ACTIVE:
-                s.append(y[i] if is_constant(y[i]) else y_var[i])
-            elif is_constant(y[i]):
-                s.append(float(y[i]) * activations[k - 1][i])
-            else:
-                add_switch(cons, s_var[i], y_var[i], activations[k - 1][i], ly[i], uy[i])
-                s.append(s_var[i])
         affine = affines[k - 1]
         y = linear_map(affine.weight.T, s, np.zeros(affine.in_features))
     return y

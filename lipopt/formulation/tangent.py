@@ -23,11 +23,10 @@ from functools import partial
 import numpy as np
 import pyomo.environ as pe
 
-from lipopt.bounds.interval import NeuronState
 from lipopt.bounds.tangent import TangentBounds
-from lipopt.formulation.backward import add_switch
+from lipopt.formulation.backward import add_switched_layer
 from lipopt.formulation.objective import box_ball, l1_ball
-from lipopt.formulation.terms import Term, is_constant, linear_map
+from lipopt.formulation.terms import Term, linear_map
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -57,29 +56,8 @@ def add_tangent(
     for k, (affine, state) in enumerate(zip(affines[:-1], states), start=1):
         lower, upper = tangent.lower[k - 1], tangent.upper[k - 1]
         t = linear_map(affine.weight, current, np.zeros(affine.out_features))
-        live = [
-            i for i in range(len(t)) if state[i] != NeuronState.INACTIVE and not is_constant(t[i])
-        ]
-        t_var = pe.Var(live, bounds={i: (float(lower[i]), float(upper[i])) for i in live})
-        setattr(model, f"t{k}", t_var)
-        setattr(model, f"t{k}_def", pe.Constraint(live, expr={i: t_var[i] == t[i] for i in live}))
-        unstable = [i for i in live if state[i] == NeuronState.UNSTABLE]
-        d_var = pe.Var(
-            unstable,
-            bounds={i: (min(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in unstable},
+        current = add_switched_layer(
+            model, t, (lower, upper), state, activations[k - 1], (f"t{k}", f"d{k}", f"tswitch{k}")
         )
-        setattr(model, f"d{k}", d_var)
-        cons = pe.ConstraintList()
-        setattr(model, f"tswitch{k}", cons)
-        switched: list[Term] = []
-        for i in range(len(t)):
-            if i not in t_var:  # inactive, or a zero row: no biases, so a constant tangent is 0
-                switched.append(0.0)
-            elif state[i] == NeuronState.ACTIVE:
-                switched.append(t_var[i])
-            else:
-                add_switch(cons, d_var[i], t_var[i], activations[k - 1][i], lower[i], upper[i])
-                switched.append(d_var[i])
-        current = switched
     weights = affines[-1].weight.T @ np.asarray(c, dtype=np.float64)
     return linear_map(weights[None, :], current, np.zeros(1))[0]
