@@ -205,12 +205,9 @@ class _Search:
         """Interval bounds on the backward pass with the given neuron states."""
         return backward_interval(self.network, states, self.seed, self.seed)
 
-    def gradient_bound(self, states: list[NDArray[np.int8]]) -> float:
-        """Upper bound on ``||g||_{α*}`` over every pattern that agrees with ``states``."""
-        return self.bound_and_grads(states)[0]
-
     def bound_and_grads(self, states: list[NDArray[np.int8]]) -> tuple[float, Backward]:
-        """:meth:`gradient_bound` and the interval backward pass it came from."""
+        """Upper bound on ``||g||_{α*}`` over every pattern that agrees with ``states``, and
+        the interval backward pass it came from."""
         backward = self.backward(states)
         return self.norm_bound(backward[2], backward[3]), backward
 
@@ -221,7 +218,7 @@ class _Search:
         return value * (1.0 + PRUNE_SLACK)
 
     def linear_bound(self, states: list[NDArray[np.int8]], backward: Backward) -> float:
-        """:meth:`gradient_bound` tightened: ``∇f`` back-substituted to ``c`` through the
+        """:meth:`bound_and_grads`'s bound tightened: ``∇f`` back-substituted to ``c`` through the
         switch chords of the interval pass's ``y`` ranges, intersected with its interval."""
         grad_lo, grad_hi, in_lo, in_hi = backward
         lo, hi = input_gradient_linear(self.network, states, self.c, grad_lo, grad_hi)
