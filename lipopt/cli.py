@@ -149,7 +149,12 @@ def _add_switch(group: Any, name: str, on: str, off: str) -> None:
 def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_problem_arguments(parser)
     sol = parser.add_argument_group("solving")
-    sol.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
+    sol.add_argument(
+        "--solver",
+        default="auto",
+        help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
+        "where the two formulations are raced), highs, scip, cbc or gurobi",
+    )
     sol.add_argument(
         "--mode",
         choices=["exact", "lp"],
@@ -292,7 +297,10 @@ def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of estimators (default: all, cheapest first)",
     )
     run.add_argument(
-        "--solver", default="highs", help="solver for liplp and lipmip (default: highs)"
+        "--solver",
+        default="auto",
+        help="solver for liplp and lipmip: auto (as in lipopt solve; the default), highs, scip, "
+        "cbc or gurobi",
     )
     run.add_argument(
         "--time-limit",
@@ -335,7 +343,11 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
         help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
         "per class pair; naive: the pairs' maximum constant",
     )
-    parser.add_argument("--solver", default="highs", help="solver adapter (default: highs)")
+    parser.add_argument(
+        "--solver",
+        default="auto",
+        help="solver adapter: auto (HiGHS; the default), highs, scip, cbc or gurobi",
+    )
     parser.add_argument(
         "--time-limit",
         type=float,

@@ -289,7 +289,7 @@ def lipschitz(
     c: ArrayLike | None = None,
     *,
     output_norm: OutputNorm | str | None = None,
-    solver: str = "highs",
+    solver: str = "auto",
     mode: Mode | str = Mode.EXACT,
     time_limit: float | None = None,
     gap: float | None = None,
@@ -314,7 +314,10 @@ def lipschitz(
         c: output weighting; optional for one-output networks.
         output_norm: instead of c, the output norm β of the (α, β) constant: ``"abs"``,
             ``"l1"``, ``"linf"`` or ``"cross"`` (paper appendix E).
-        solver: solver adapter name (``"highs"``).
+        solver: solver adapter name (``"highs"``, ``"scip"``, ``"cbc"``, ``"gurobi"``), or
+            ``"auto"`` (the default): HiGHS, except that where the two formulations are raced
+            (``formulation="auto"``) the backward model is solved by SCIP
+            (:data:`AUTO_RACE_SOLVERS`; HiGHS alone when SCIP is not installed).
         mode: ``"exact"`` (the MIP) or ``"lp"`` (its LP relaxation: an upper bound only).
         time_limit: seconds; on expiry the best proven bound and incumbent are returned.
         gap: stop at this relative gap (e.g. 0.05); the answer is then bracketed.
@@ -371,7 +374,7 @@ def lipschitz(
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
     form = _formulation(formulation, seed, solve_mode, input_norm)
-    adapter = get(solver)
+    adapter = get(AUTO_SOLVER if _is_auto(solver) else solver)
     timings: dict[str, float] = {}
     if split == "auto":
         split = network.input_dim <= AUTO_SPLIT_MAX_DIM
@@ -415,7 +418,7 @@ def lipschitz(
         )
 
     if form is None:
-        if worker_count(solver, workers, 2) >= 2:
+        if worker_count(adapter.name, workers, 2) >= 2:
             return _probe_then_race(network, domain, seed, input_norm, solve_arguments,
                                     time_limit, progress, say)  # fmt: skip
         form = Formulation.BACKWARD
@@ -530,6 +533,32 @@ def _formulation(
 #: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
 AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
 
+#: ``solver="auto"``: the adapter of every solve but the raced backward model
+AUTO_SOLVER = "highs"
+
+#: ``solver="auto"``: who solves each raced model. On the unit boxes of benchmarks/speed.py with
+#: the ℓ∞ input norm, two racers sharing two cores, HiGHS finished the forward model of
+#: [16,16,16,2] first and SCIP the backward model of [10,20,20,1] (35 s for seed 0, against
+#: 89-138 s for HiGHS's; 283 s for seed 1, which HiGHS did not finish in 300 s); docs/performance.md
+AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
+
+
+def _is_auto(solver: str) -> bool:
+    return isinstance(solver, str) and solver.strip().lower() == "auto"
+
+
+def _race_solver(solver: str, form: Formulation) -> str:
+    """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
+    if not _is_auto(solver):
+        return solver
+    chosen = AUTO_RACE_SOLVERS[form]
+    try:
+        get(chosen)
+    except SolverError:  # not installed here: HiGHS solves both
+        return AUTO_SOLVER
+    return chosen
+
+
 #: fewer seconds than this left after the probe: no race (the racers would start from scratch)
 MIN_RACE_SECONDS = 1.0
 
@@ -566,22 +595,17 @@ def _probe_then_race(
         return probe
     if probe_error is not None and too_late:
         raise probe_error
+    entries = {}
+    for form in (Formulation.FORWARD, Formulation.BACKWARD):
+        solver = _race_solver(arguments["solver"], form)
+        entries[f"{form.value} ({solver})"] = dict(
+            arguments, norm=norm, c=seed, regions=False, split=False, time_limit=remaining,
+            formulation=form, solver=solver,
+        )  # fmt: skip
     say(
-        f"not finished in {probe_limit:g} s: racing the forward and the backward model "
+        f"not finished in {probe_limit:g} s: racing the {' and the '.join(entries)} model "
         "on two processes..."
     )
-    entries = {
-        form.value: dict(
-            norm=norm,
-            c=seed,
-            regions=False,
-            split=False,
-            time_limit=remaining,
-            formulation=form,
-            **arguments,
-        )  # fmt: skip
-        for form in (Formulation.FORWARD, Formulation.BACKWARD)
-    }
     race_start = time.perf_counter()
     try:
         winner, result = race(network, domain, entries, remaining)

@@ -20,7 +20,7 @@ from lipopt.solvers import SolverError
 
 #: solvers that run inside the Python process (a terminated worker stops its solve; CBC runs as
 #: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
-FORK_SOLVERS = frozenset({"highs"})
+FORK_SOLVERS = frozenset({"highs", "scip"})
 
 #: how much longer than the time limit to wait for a child process (a racer, a worker) before
 #: giving up on it

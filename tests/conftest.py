@@ -9,9 +9,10 @@ import pytest
 
 from lipopt import solvers
 
-#: solvers CI installs itself (highspy is a dependency; .ci/run installs Debian's coinor-cbc):
-#: with the ``CI`` environment variable set, their tests fail, not skip, when they are missing
-CI_REQUIRED_SOLVERS = ("highs", "cbc")
+#: solvers CI installs itself (highspy and pyscipopt are dependencies; .ci/run installs Debian's
+#: coinor-cbc): with the ``CI`` environment variable set, their tests fail, not skip, when they
+#: are missing
+CI_REQUIRED_SOLVERS = ("highs", "scip", "cbc")
 
 
 def solver_gate(name: str, usable: list[str], env: dict[str, str]) -> tuple[str, str] | None:

@@ -140,3 +140,39 @@ def test_no_race_for_a_subprocess_solver_or_inside_a_daemonic_worker():
 
     with mp.get_context("fork").Pool(1) as pool:
         assert pool.apply(can_fork, ("highs",)) is False
+
+
+def test_auto_solver_races_the_backward_model_on_scip_and_the_forward_on_highs(monkeypatch):
+    from lipopt.formulation.build import Formulation
+    from lipopt.solvers import registry
+
+    pick = lipschitz_module._race_solver
+    assert pick("auto", Formulation.FORWARD) == "highs"
+    assert pick(" AUTO ", Formulation.BACKWARD) == "scip"
+    assert pick("highs", Formulation.BACKWARD) == "highs"  # a named solver solves both
+    assert pick("scip", Formulation.FORWARD) == "scip"
+    missing = registry.ADAPTERS["scip"]()
+    monkeypatch.setattr(type(missing), "available", lambda self: False)
+    assert pick("auto", Formulation.BACKWARD) == "highs"  # SCIP missing: HiGHS solves both
+
+
+def test_auto_race_names_each_racers_solver(race_at_once, monkeypatch):
+    seen: dict[str, dict] = {}
+    real_race = lipschitz_module.race
+
+    def spy(network, domain, entries, time_limit):
+        seen.update(entries)
+        return real_race(network, domain, entries, time_limit)
+
+    monkeypatch.setattr(lipschitz_module, "race", spy)
+    rng = np.random.default_rng(5)
+    net = random_network(rng, [3, 10, 10, 2])
+    box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    res = lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
+    assert {name: kw["solver"] for name, kw in seen.items()} == {
+        "forward (highs)": "highs",
+        "backward (scip)": "scip",
+    }
+    truth = brute_force_lipschitz(*from_lipopt(net, box), np.array([1.0, -1.0]), "linf")
+    assert res.status == "optimal" and res.value == pytest.approx(truth.value, rel=1e-6)
+    assert res.solver.split()[0] in ("highs", "scip")

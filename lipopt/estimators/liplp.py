@@ -30,7 +30,7 @@ def estimate(
     norm: InputNorm | str = InputNorm.LINF,
     c: ArrayLike | None = None,
     *,
-    solver: str = "highs",
+    solver: str = "auto",
     bounds: str = "interval",
     **options: Any,
 ) -> Estimate:

@@ -29,7 +29,7 @@ def estimate(
     norm: InputNorm | str = InputNorm.LINF,
     c: ArrayLike | None = None,
     *,
-    solver: str = "highs",
+    solver: str = "auto",
     **options: Any,
 ) -> Estimate:
     """``lipschitz(...)``; ``options`` (``time_limit``, ``gap``, ``threads``, ...) pass through."""

@@ -19,6 +19,12 @@ def _cbc() -> Solver:
     return CbcSolver()
 
 
+def _scip() -> Solver:
+    from lipopt.solvers.scip import ScipSolver
+
+    return ScipSolver()
+
+
 def _gurobi() -> Solver:
     from lipopt.solvers.gurobi import GurobiSolver
 
@@ -28,6 +34,7 @@ def _gurobi() -> Solver:
 #: name -> adapter factory (the factory imports the adapter's module; nothing is probed)
 ADAPTERS: dict[str, Callable[[], Solver]] = {
     "highs": _highs,
+    "scip": _scip,
     "cbc": _cbc,
     "gurobi": _gurobi,
 }
@@ -35,6 +42,7 @@ ADAPTERS: dict[str, Callable[[], Solver]] = {
 #: name -> how to install the solver
 INSTALL_HINTS: dict[str, str] = {
     "highs": "pip install highspy  (a dependency of lipopt)",
+    "scip": "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)",
     "cbc": "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
     "the cbcbox wheel's CBC build is refused: docs/solvers.md)",
     "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',

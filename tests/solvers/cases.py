@@ -14,7 +14,7 @@ from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 #: every adapter; each test parameter is skipped where its solver is not usable
-SOLVER_NAMES = ("highs", "cbc", "gurobi")
+SOLVER_NAMES = ("highs", "scip", "cbc", "gurobi")
 SOLVERS = [
     pytest.param(name, marks=pytest.mark.requires_solver(name), id=name) for name in SOLVER_NAMES
 ]

@@ -27,7 +27,7 @@ def _solve(solver: str) -> None:
 
 
 def test_registry_knows_every_adapter_with_an_install_hint():
-    assert set(registry.ADAPTERS) == {"highs", "cbc", "gurobi"}
+    assert set(registry.ADAPTERS) == {"highs", "scip", "cbc", "gurobi"}
     assert set(registry.INSTALL_HINTS) == set(registry.ADAPTERS)
     for name, make in registry.ADAPTERS.items():
         assert make().name == name
@@ -49,7 +49,7 @@ def test_registry_unknown_solver_names_known_and_usable_ones():
         _solve("cplex")
     message = str(info.value)
     assert "unknown solver 'cplex'" in message
-    assert "highs, cbc, gurobi" in message and "usable here: highs" in message
+    assert "highs, scip, cbc, gurobi" in message and "usable here: highs" in message
     assert "\n" not in message
 
 

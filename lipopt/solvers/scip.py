@@ -1,0 +1,200 @@
+"""SCIP (Apache 2.0) in-process through PySCIPOpt, which ships SCIP in its wheel.
+
+The Pyomo model is handed over row by row: each active constraint's linear part (Pyomo's
+standard representation, fixed variables folded into the constant) becomes one SCIP linear
+constraint ``lhs <= a·v <= rhs``, and ``model.objective`` is maximised. Why SCIP stopped, its dual
+bound (a proven upper bound on the maximum) and its node count are read from SCIP itself.
+
+Options: ``limits/gap`` (``rel_gap``; SCIP's gap is ``|primal - dual| / min(|primal|, |dual|)``,
+at least as large as :meth:`~lipopt.solvers.base.SolveResult.gap`), ``limits/absgap``
+(``abs_gap``), ``limits/time``; any ``options.options`` are SCIP parameters by name
+(e.g. ``{"randomization/randomseedshift": 1}``). SCIP solves on one thread; ``threads`` is ignored.
+Tolerances are SCIP's defaults (feasibility 1e-6, as HiGHS's): exactness does not rest on them,
+because the witness is re-verified in numpy and the bound is SCIP's proven dual bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from typing import Any
+
+import pyomo.environ as pe
+from pyomo.repn import generate_standard_repn
+
+from lipopt.solvers.base import (
+    EXACT_GAP,
+    SolveOptions,
+    SolverError,
+    SolveResult,
+    Termination,
+    constant_objective_result,
+)
+
+#: SCIP's status -> why it stopped (``gaplimit`` is told apart from an exact optimum below)
+STATUS = {
+    "optimal": Termination.OPTIMAL,
+    "gaplimit": Termination.GAP_LIMIT,
+    "timelimit": Termination.TIME_LIMIT,
+    "nodelimit": Termination.TIME_LIMIT,
+    "totalnodelimit": Termination.TIME_LIMIT,
+    "stallnodelimit": Termination.TIME_LIMIT,
+    "memlimit": Termination.TIME_LIMIT,
+    "sollimit": Termination.INTERRUPTED,
+    "bestsollimit": Termination.INTERRUPTED,
+    "userinterrupt": Termination.INTERRUPTED,
+    "terminate": Termination.INTERRUPTED,
+    "infeasible": Termination.INFEASIBLE,
+    "inforunbd": Termination.INFEASIBLE,
+}
+
+INSTALL_HINT = "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)"
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) or abs(value) >= 1e20 else value
+
+
+def _linear(expr: Any, what: str) -> tuple[list[Any], list[float], float]:
+    """``(variables, coefficients, constant)`` of a linear Pyomo expression."""
+    repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
+    if not repn.is_linear():
+        raise SolverError(f"SCIP adapter: {what} is not linear")
+    return list(repn.linear_vars), [float(a) for a in repn.linear_coefs], float(repn.constant)
+
+
+def _bound(value: Any) -> float | None:
+    return None if value is None else float(pe.value(value))
+
+
+class ScipSolver:
+    """SCIP: open source (Apache 2.0), in-process, MIP and LP."""
+
+    name = "scip"
+    supports_mip = True
+
+    def available(self) -> bool:
+        try:
+            import pyscipopt  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def version(self) -> str:
+        import pyscipopt
+
+        return str(pyscipopt.Model().version())
+
+    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
+        if not self.available():
+            raise SolverError(f"SCIP is not available: {INSTALL_HINT}")
+        trivial = constant_objective_result(model, self.name)
+        if trivial is not None:
+            return trivial
+        scip, columns = self._translate(model)
+        if scip is None:
+            return SolveResult(Termination.INFEASIBLE, None, None, None, 0.0, 0, "scip")
+        scip.hideOutput(not options.verbose)
+        if options.verbose:
+            scip.redirectOutput()  # SCIP's log through Python's sys.stdout, sent to stderr below
+        scip.setParam("limits/gap", float(options.rel_gap))
+        scip.setParam("limits/absgap", float(options.abs_gap))
+        if options.time_limit is not None:
+            scip.setParam("limits/time", max(float(options.time_limit), 0.0))
+        for key, value in options.options.items():
+            try:
+                scip.setParam(key, value)
+            except Exception as exc:  # noqa: BLE001 - SCIP's own message is clear enough
+                raise SolverError(f"SCIP refused option {key}={value!r}: {exc}") from None
+        start = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is for results
+                scip.optimize()
+        except Exception as exc:  # the solver's own failure, reported as ours
+            raise SolverError(f"SCIP failed: {exc}") from exc
+        seconds = time.perf_counter() - start
+        status = scip.getStatus()
+        termination = STATUS.get(status, Termination.ERROR)
+        incumbent = None
+        values = None
+        if scip.getNSols() > 0:
+            best = scip.getBestSol()
+            incumbent = float(scip.getSolObjVal(best))
+            values = pe.ComponentMap(
+                (var, float(scip.getSolVal(best, col))) for var, col in columns
+            )
+            for var in model.component_data_objects(pe.Var, descend_into=True):
+                if var.fixed:
+                    values[var] = float(var.value)
+        bound = _finite(float(scip.getDualbound()))
+        if termination is Termination.OPTIMAL and incumbent is not None:
+            bound = incumbent if bound is None else max(bound, incumbent)
+        if termination is Termination.GAP_LIMIT and incumbent is not None and bound is not None:
+            if bound - incumbent <= 10 * EXACT_GAP * max(1.0, abs(bound)):
+                termination = Termination.OPTIMAL  # stopped by the exact solve's own gap
+        return SolveResult(
+            termination=termination,
+            incumbent=incumbent,
+            bound=bound,
+            values=values,
+            seconds=seconds,
+            nodes=int(scip.getNNodes()),
+            solver=f"scip {self.version()}",
+        )
+
+    @staticmethod
+    def _translate(model: pe.ConcreteModel) -> tuple[Any, list[tuple[Any, Any]]]:
+        """A SCIP model of ``model``: one column per free Pyomo variable, one row per active
+        constraint, the objective maximised. Returns it (None when a constraint of fixed
+        variables alone is violated: the model is infeasible) with the (Pyomo, SCIP) variable
+        pairs."""
+        import pyscipopt
+
+        scip = pyscipopt.Model("lipschitz")
+        columns: list[tuple[Any, Any]] = []
+        column_of: dict[int, Any] = {}
+        for var in model.component_data_objects(pe.Var, descend_into=True):
+            if var.fixed:
+                continue
+            kind = "B" if var.is_binary() else ("I" if var.is_integer() else "C")
+            lower, upper = var.bounds
+            col = scip.addVar(name=var.name, vtype=kind, lb=lower, ub=upper)
+            column_of[id(var)] = col
+            columns.append((var, col))
+        for con in model.component_data_objects(pe.Constraint, active=True, descend_into=True):
+            variables, coefs, constant = _linear(con.body, f"constraint {con.name}")
+            lower, upper = _bound(con.lower), _bound(con.upper)
+            row = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
+            if not variables:  # every variable fixed: a check, not a row
+                if (lower is not None and constant < lower - 1e-9) or (
+                    upper is not None and constant > upper + 1e-9
+                ):
+                    return None, columns  # violated by the fixed values alone: infeasible
+                continue
+            scip.addCons(_ranged(row, lower, upper, constant), name=con.name)
+        objectives = list(model.component_data_objects(pe.Objective, active=True))
+        if len(objectives) != 1:
+            raise SolverError(f"SCIP adapter: expected one objective, found {len(objectives)}")
+        objective = objectives[0]
+        variables, coefs, constant = _linear(objective.expr, "the objective")
+        expr = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
+        sense = "maximize" if objective.sense == pe.maximize else "minimize"
+        scip.setObjective(expr + constant, sense)
+        return scip, columns
+
+
+def _ranged(row: Any, lower: float | None, upper: float | None, constant: float) -> Any:
+    """``lower <= row + constant <= upper`` as one SCIP constraint expression."""
+    lo = None if lower is None else lower - constant
+    hi = None if upper is None else upper - constant
+    if lo is not None and hi is not None:
+        if lo == hi:
+            return row == lo
+        return (lo <= row) <= hi
+    if lo is not None:
+        return row >= lo
+    if hi is not None:
+        return row <= hi
+    raise SolverError("SCIP adapter: a constraint without bounds")
