@@ -211,7 +211,7 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="processes for independent solves: the race of the two formulations, and the "
-        "l1 norm's candidates solved side by side (HiGHS); default: one per core; 1: none",
+        "l1 norm's candidates solved side by side (HiGHS, SCIP); default: one per core; 1: none",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
@@ -346,7 +346,8 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--solver",
         default="auto",
-        help="solver adapter: auto (HiGHS; the default), highs, scip, cbc or gurobi",
+        help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
+        "where the two formulations are raced), highs, scip, cbc or gurobi",
     )
     parser.add_argument(
         "--time-limit",

@@ -29,6 +29,7 @@ from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.race import RACE_AFTER, merge, race
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
+from lipopt.solvers.registry import ADAPTERS, AUTO, AUTO_ADAPTER
 from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
@@ -350,12 +351,13 @@ def lipschitz(
             chain rule, then the dual norm of the gradient) or ``"forward"`` (the directional
             derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
             binaries; a fixed c only). ``"auto"`` (the default): in exact mode with a fixed c,
-            the ℓ∞ input norm and HiGHS on two or more cores, the backward model for
+            the ℓ∞ input norm and HiGHS or SCIP on two or more cores, the backward model for
             :data:`~lipopt.race.RACE_AFTER` seconds, then, if unfinished, both raced on two
-            processes for the time left (:mod:`lipopt.race`); backward otherwise.
+            processes for the time left (:mod:`lipopt.race`; with ``solver="auto"`` SCIP
+            solves the raced backward model); backward otherwise.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
-            side (:mod:`lipopt.workers`; HiGHS only). None (the default): one per core; 1:
+            side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
             everything in this process.
     """
     say = progress or (lambda _message: None)
@@ -374,7 +376,7 @@ def lipschitz(
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
     form = _formulation(formulation, seed, solve_mode, input_norm)
-    adapter = get(AUTO_SOLVER if _is_auto(solver) else solver)
+    adapter = get(solver)  # "auto": HiGHS (the race below may give a model to SCIP)
     timings: dict[str, float] = {}
     if split == "auto":
         split = network.input_dim <= AUTO_SPLIT_MAX_DIM
@@ -533,29 +535,20 @@ def _formulation(
 #: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
 AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
 
-#: ``solver="auto"``: the adapter of every solve but the raced backward model
-AUTO_SOLVER = "highs"
-
 #: ``solver="auto"``: who solves each raced model. On the unit boxes of benchmarks/speed.py with
-#: the ℓ∞ input norm, two racers sharing two cores, HiGHS finished the forward model of
-#: [16,16,16,2] first and SCIP the backward model of [10,20,20,1] (35 s for seed 0, against
-#: 89-138 s for HiGHS's; 283 s for seed 1, which HiGHS did not finish in 300 s); docs/performance.md
+#: the ℓ∞ input norm (docs/performance.md), HiGHS finished the forward model of [16,16,16,2]
+#: first, while SCIP solved the backward model of [10,20,20,1] in 35 s (seed 0; 89-138 s for
+#: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
 AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
-
-
-def _is_auto(solver: str) -> bool:
-    return isinstance(solver, str) and solver.strip().lower() == "auto"
 
 
 def _race_solver(solver: str, form: Formulation) -> str:
     """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
-    if not _is_auto(solver):
+    if not (isinstance(solver, str) and solver.strip().lower() == AUTO):
         return solver
     chosen = AUTO_RACE_SOLVERS[form]
-    try:
-        get(chosen)
-    except SolverError:  # not installed here: HiGHS solves both
-        return AUTO_SOLVER
+    if not ADAPTERS[chosen]().available():  # not installed here: HiGHS solves both
+        return AUTO_ADAPTER
     return chosen
 
 

@@ -49,18 +49,26 @@ INSTALL_HINTS: dict[str, str] = {
 }
 
 
+#: ``solver="auto"``: the adapter :func:`get` returns for it (lipopt.lipschitz also races SCIP)
+AUTO = "auto"
+AUTO_ADAPTER = "highs"
+
+
 def get(name: str) -> Solver:
-    """The adapter called ``name`` (case-insensitive).
+    """The adapter called ``name`` (case-insensitive); ``"auto"`` gives HiGHS's.
 
     Raises:
         SolverError: one line naming the usable solvers, and how to install ``name`` if it is
             known but not usable here.
     """
     key = name.strip().lower()
+    if key == AUTO:
+        key = AUTO_ADAPTER
     if key not in ADAPTERS:
         usable = ", ".join(available()) or "none"
+        known = ", ".join([AUTO, *ADAPTERS])
         raise SolverError(
-            f"unknown solver {name!r}; known solvers: {', '.join(ADAPTERS)} (usable here: {usable})"
+            f"unknown solver {name!r}; known solvers: {known} (usable here: {usable})"
         )
     solver = ADAPTERS[key]()
     if not solver.available():

@@ -16,6 +16,7 @@ because the witness is re-verified in numpy and the bound is SCIP's proven dual 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 import time
@@ -53,6 +54,13 @@ STATUS = {
 INSTALL_HINT = "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)"
 
 
+@functools.cache
+def _version() -> str:
+    import pyscipopt
+
+    return str(pyscipopt.Model().version())
+
+
 def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) or abs(value) >= 1e20 else value
 
@@ -83,9 +91,7 @@ class ScipSolver:
         return True
 
     def version(self) -> str:
-        import pyscipopt
-
-        return str(pyscipopt.Model().version())
+        return _version()
 
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         if not self.available():
@@ -95,7 +101,9 @@ class ScipSolver:
             return trivial
         scip, columns = self._translate(model)
         if scip is None:
-            return SolveResult(Termination.INFEASIBLE, None, None, None, 0.0, 0, "scip")
+            return SolveResult(
+                Termination.INFEASIBLE, None, None, None, 0.0, 0, f"scip {self.version()}"
+            )
         scip.hideOutput(not options.verbose)
         if options.verbose:
             scip.redirectOutput()  # SCIP's log through Python's sys.stdout, sent to stderr below
@@ -116,6 +124,8 @@ class ScipSolver:
             raise SolverError(f"SCIP failed: {exc}") from exc
         seconds = time.perf_counter() - start
         status = scip.getStatus()
+        if status == "userinterrupt":  # SCIP caught Ctrl-C: the caller must see it, not a status
+            raise KeyboardInterrupt
         termination = STATUS.get(status, Termination.ERROR)
         incumbent = None
         values = None
@@ -153,6 +163,7 @@ class ScipSolver:
         import pyscipopt
 
         scip = pyscipopt.Model("lipschitz")
+        scip.hideOutput(True)  # nothing on stdout while the model is built (solve() decides later)
         columns: list[tuple[Any, Any]] = []
         column_of: dict[int, Any] = {}
         for var in model.component_data_objects(pe.Var, descend_into=True):

@@ -49,7 +49,8 @@ def test_registry_unknown_solver_names_known_and_usable_ones():
         _solve("cplex")
     message = str(info.value)
     assert "unknown solver 'cplex'" in message
-    assert "highs, scip, cbc, gurobi" in message and "usable here: highs" in message
+    assert "known solvers: auto, highs, scip, cbc, gurobi" in message
+    assert "usable here: highs" in message
     assert "\n" not in message
 
 
@@ -104,3 +105,7 @@ def test_cbc_uses_the_first_sound_cbc_on_path(monkeypatch, tmp_path):
     assert cbc.executable() == good
     assert CbcSolver().available()
     assert CbcSolver().version() == "2.10.8"
+
+
+def test_registry_auto_is_highs():
+    assert registry.get(" Auto ").name == "highs"
