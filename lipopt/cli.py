@@ -461,7 +461,10 @@ def run_solve(args: argparse.Namespace) -> int:
     network = load_onnx(args.model)
     domain = domain_from_args(args, network)
     c = load_vector(args.c, "--c") if args.c is not None else None
-    say(f"loaded {args.model}: widths {list(network.widths)}; solving with {args.solver}...")
+    solver = args.solver
+    if solver.strip().lower() == "auto":
+        solver = "auto (HiGHS; SCIP on the backward model if the two formulations race)"
+    say(f"loaded {args.model}: widths {list(network.widths)}; solving with {solver}...")
     result = lipschitz(
         network,
         domain,
