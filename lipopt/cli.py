@@ -598,6 +598,7 @@ def run_solvers(args: argparse.Namespace) -> int:
         else:
             hint = getattr(registry, "INSTALL_HINTS", {}).get(name, "")
             print(f"{name:10s} missing  {hint}")
+    print("default: auto = highs, with scip on the backward model where the two formulations race")
     return 0
 
 

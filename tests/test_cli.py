@@ -273,3 +273,17 @@ def test_cli_region_search_summary_and_refusal(one_output_model, capsys):
     )
     assert code != 0 and "fixed c" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_solvers_lists_every_adapter_and_the_default(capsys, monkeypatch):
+    from lipopt.solvers import registry
+    from lipopt.solvers.cbc import CbcSolver
+
+    monkeypatch.setattr(CbcSolver, "available", lambda self: False)
+    assert main(["solvers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_name = {line.split()[0]: line.split()[1] for line in lines[:-1]}
+    assert list(by_name) == list(registry.ADAPTERS)
+    assert by_name["highs"] == "usable" and by_name["cbc"] == "missing"
+    assert "apt-get install coinor-cbc" in lines[list(by_name).index("cbc")]
+    assert lines[-1].startswith("default: auto = highs")
