@@ -51,8 +51,6 @@ STATUS = {
     "inforunbd": Termination.INFEASIBLE,
 }
 
-INSTALL_HINT = "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)"
-
 
 @functools.cache
 def _version() -> str:
@@ -95,7 +93,9 @@ class ScipSolver:
 
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         if not self.available():
-            raise SolverError(f"SCIP is not available: {INSTALL_HINT}")
+            from lipopt.solvers.registry import INSTALL_HINTS
+
+            raise SolverError(f"SCIP is not available: {INSTALL_HINTS['scip']}")
         trivial = constant_objective_result(model, self.name)
         if trivial is not None:
             return trivial
