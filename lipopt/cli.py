@@ -462,7 +462,7 @@ def run_solve(args: argparse.Namespace) -> int:
     domain = domain_from_args(args, network)
     c = load_vector(args.c, "--c") if args.c is not None else None
     solver = args.solver
-    if solver.strip().lower() == "auto":
+    if registry.is_auto(solver):
         solver = "auto (HiGHS; SCIP on the backward model if the two formulations race)"
     say(f"loaded {args.model}: widths {list(network.widths)}; solving with {solver}...")
     result = lipschitz(

@@ -29,7 +29,7 @@ from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.race import RACE_AFTER, merge, race
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
-from lipopt.solvers.registry import ADAPTERS, AUTO, AUTO_ADAPTER
+from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
 from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
@@ -544,7 +544,7 @@ AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
 
 def _race_solver(solver: str, form: Formulation) -> str:
     """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
-    if not (isinstance(solver, str) and solver.strip().lower() == AUTO):
+    if not is_auto(solver):
         return solver
     chosen = AUTO_RACE_SOLVERS[form]
     if not ADAPTERS[chosen]().available():  # not installed here: HiGHS solves both

@@ -54,6 +54,11 @@ AUTO = "auto"
 AUTO_ADAPTER = "highs"
 
 
+def is_auto(name: str) -> bool:
+    """Whether ``name`` asks for ``"auto"`` (case and spaces ignored, as in :func:`get`)."""
+    return isinstance(name, str) and name.strip().lower() == AUTO
+
+
 def get(name: str) -> Solver:
     """The adapter called ``name`` (case-insensitive); ``"auto"`` gives HiGHS's.
 
@@ -61,9 +66,7 @@ def get(name: str) -> Solver:
         SolverError: one line naming the usable solvers, and how to install ``name`` if it is
             known but not usable here.
     """
-    key = name.strip().lower()
-    if key == AUTO:
-        key = AUTO_ADAPTER
+    key = AUTO_ADAPTER if is_auto(name) else name.strip().lower()
     if key not in ADAPTERS:
         usable = ", ".join(available()) or "none"
         known = ", ".join([AUTO, *ADAPTERS])

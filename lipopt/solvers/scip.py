@@ -133,11 +133,9 @@ class ScipSolver:
             best = scip.getBestSol()
             incumbent = float(scip.getSolObjVal(best))
             values = pe.ComponentMap(
-                (var, float(scip.getSolVal(best, col))) for var, col in columns
+                (var, float(var.value) if col is None else float(scip.getSolVal(best, col)))
+                for var, col in columns
             )
-            for var in model.component_data_objects(pe.Var, descend_into=True):
-                if var.fixed:
-                    values[var] = float(var.value)
         bound = _finite(float(scip.getDualbound()))
         if termination is Termination.OPTIMAL and incumbent is not None:
             bound = incumbent if bound is None else max(bound, incumbent)
@@ -159,7 +157,7 @@ class ScipSolver:
         """A SCIP model of ``model``: one column per free Pyomo variable, one row per active
         constraint, the objective maximised. Returns it (None when a constraint of fixed
         variables alone is violated: the model is infeasible) with the (Pyomo, SCIP) variable
-        pairs."""
+        pairs, whose SCIP side is None for a fixed variable."""
         import pyscipopt
 
         scip = pyscipopt.Model("lipschitz")
@@ -168,6 +166,7 @@ class ScipSolver:
         column_of: dict[int, Any] = {}
         for var in model.component_data_objects(pe.Var, descend_into=True):
             if var.fixed:
+                columns.append((var, None))
                 continue
             kind = "B" if var.is_binary() else ("I" if var.is_integer() else "C")
             lower, upper = var.bounds
@@ -177,13 +176,13 @@ class ScipSolver:
         for con in model.component_data_objects(pe.Constraint, active=True, descend_into=True):
             variables, coefs, constant = _linear(con.body, f"constraint {con.name}")
             lower, upper = _bound(con.lower), _bound(con.upper)
-            row = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
             if not variables:  # every variable fixed: a check, not a row
                 if (lower is not None and constant < lower - 1e-9) or (
                     upper is not None and constant > upper + 1e-9
                 ):
                     return None, columns  # violated by the fixed values alone: infeasible
                 continue
+            row = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
             scip.addCons(_ranged(row, lower, upper, constant), name=con.name)
         objectives = list(model.component_data_objects(pe.Objective, active=True))
         if len(objectives) != 1:
