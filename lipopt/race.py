@@ -10,16 +10,14 @@ the smaller upper bound and the larger attained lower bound (with its witness).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 from dataclasses import replace
-from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.solvers import SolverError
-from lipopt.workers import GRACE
+from lipopt.workers import GRACE, ForkedWorkers
 
 #: seconds to give the probe (the backward model alone, in-process) before racing: most
 #: problems finish within it and never pay for starting processes
@@ -27,19 +25,6 @@ RACE_AFTER = 5.0
 
 #: statuses with which a racer has done its job: proven optimal, or within the requested gap
 FINISHED = ("optimal", "gap_limit")
-
-
-def _racer(conn: Connection, network: Network, domain: Domain, kwargs: dict[str, Any]) -> None:
-    """One racer: solve and send the result (without its Pyomo model) or the error."""
-    from lipopt.lipschitz import lipschitz
-
-    try:
-        result = lipschitz(network, domain, **kwargs)
-        conn.send(("ok", replace(result, model=None)))
-    except BaseException as err:  # noqa: BLE001 - reported to the parent, which decides
-        conn.send(("error", err))
-    finally:
-        conn.close()
 
 
 def merge(results: list[Any]) -> Any:
@@ -71,49 +56,40 @@ def race(
     entries: dict[str, dict[str, Any]],
     time_limit: float | None,
 ) -> Any:
-    """Solve ``lipschitz(network, domain, **kwargs)`` for each named entry at once, one process
-    each; return ``(name, result)`` of the first finished answer (optimal, or within the
-    requested gap), or ``("merged", merged)`` of all answers when none finished. Raises the
-    first error if every racer failed."""
-    ctx = mp.get_context("fork")
-    racers: dict[Connection, tuple[str, Any]] = {}
-    for name, kwargs in entries.items():
-        receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_racer, args=(send, network, domain, kwargs), daemon=True)
-        proc.start()
-        send.close()
-        racers[receive] = (name, proc)
+    """Solve ``lipschitz(network, domain, **kwargs)`` for each named entry at once, one forked
+    process each (:class:`~lipopt.workers.ForkedWorkers`); return ``(name, result)`` of the first
+    finished answer (optimal, or within the requested gap), or ``("merged", merged)`` of all
+    answers when none finished. A racer's error does not stop the others; if every racer
+    failed, the first error is raised."""
+
+    def solve(name: str) -> Any:
+        from lipopt.lipschitz import lipschitz
+
+        return replace(lipschitz(network, domain, **entries[name]), model=None)
+
+    runner = ForkedWorkers(len(entries), solve)
     deadline = None if time_limit is None else time.perf_counter() + time_limit + GRACE
-    answers: list[tuple[str, Any]] = []
+    answers: list[Any] = []
     errors: list[BaseException] = []
     try:
-        while racers:
+        for name in entries:
+            runner.submit(name, name)
+        while runner.busy():
             timeout = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-            ready = wait(list(racers), timeout=timeout)
-            if not ready:
+            outcome = runner.next_outcome(timeout)
+            if outcome is None:  # the racers left overran the time limit
                 break
-            for conn in ready:
-                name, proc = racers.pop(conn)
-                try:
-                    kind, payload = conn.recv()
-                except EOFError:  # the racer died without answering
-                    errors.append(SolverError(f"the {name} racer ended without an answer"))
-                    continue
-                finally:
-                    conn.close()
-                    proc.join(timeout=5)
-                if kind == "error":
-                    errors.append(payload)
-                elif payload.status in FINISHED:
-                    return name, payload
-                else:
-                    answers.append((name, payload))
+            name, kind, payload = outcome
+            if kind == "error":
+                errors.append(payload)
+            elif payload.status in FINISHED:
+                return name, payload
+            else:
+                answers.append(payload)
     finally:
-        for _conn, (_name, proc) in racers.items():
-            proc.terminate()
-            proc.join(timeout=5)
+        runner.close()  # stops the racers still running
     if answers:
-        return "merged", merge([r for _, r in answers])
+        return "merged", merge(answers)
     if errors:
         raise errors[0]
     raise SolverError("no racer answered within the time limit")

@@ -1,12 +1,14 @@
-"""Independent solves of one built model on several cores: forked worker processes.
+"""Independent solves on several cores: forked worker processes.
 
-The ℓ1 input norm's decomposition (:func:`lipopt.lipschitz._decomposed`) solves one small MIP
-per candidate ``±∂_j f``; the candidates are independent, and HiGHS's MIP search runs on one
-core. Each worker here is a ``fork`` of the process that built the Pyomo model, so it owns a copy
-of the model without rebuilding or pickling it; tasks and answers (small, picklable) travel over
-pipes. :class:`InProcess` has the same interface and runs every task at once in this process, so
-that the caller has one loop for both.
-"""
+Two callers run solves side by side. The ℓ1 input norm's decomposition
+(:func:`lipopt.lipschitz._decomposed`) solves one small MIP per candidate ``±∂_j f``; the race
+(:mod:`lipopt.race`) solves the forward and the backward model of one problem at once. Each
+worker here is a ``fork`` of the process that built the Pyomo model, so it owns a copy of
+everything without rebuilding or pickling it; tasks and answers (small, picklable) travel over
+pipes. A task's error comes back as an answer (:meth:`ForkedWorkers.next_outcome`) or is
+re-raised (:meth:`ForkedWorkers.next_result`): the race keeps going past one racer's error, the
+decomposition stops. :class:`InProcess` has the same interface as :meth:`next_result` and runs
+every task at once in this process, so that the caller has one loop for both."""
 
 from __future__ import annotations
 
@@ -146,19 +148,30 @@ class ForkedWorkers:
             raise SolverError("a worker process ended before its task") from None
         self.running[conn] = (tag, proc)
 
-    def next_result(self, timeout: float | None = None) -> tuple[Any, Any] | None:
-        """The tag and answer of the next task to finish, or None if none finishes within
-        ``timeout`` seconds; re-raises a task's error."""
+    def next_outcome(self, timeout: float | None = None) -> tuple[Any, str, Any] | None:
+        """``(tag, "ok", answer)`` or ``(tag, "error", err)`` of the next task to finish, or None
+        if none finishes within ``timeout`` seconds. A worker that dies without answering gives
+        a :class:`SolverError` and is not given another task."""
         ready = wait(list(self.running), timeout=timeout)
         if not ready:
             return None
         conn: Connection = ready[0]  # type: ignore[assignment]
+        tag, proc = self.running.pop(conn)
         try:
             kind, payload = conn.recv()
         except EOFError:
-            raise SolverError("a worker process ended without an answer") from None
-        tag, proc = self.running.pop(conn)
+            died = SolverError(f"the worker process for task {tag!r} ended without an answer")
+            return tag, "error", died
         self.free.append((conn, proc))
+        return tag, kind, payload
+
+    def next_result(self, timeout: float | None = None) -> tuple[Any, Any] | None:
+        """The tag and answer of the next task to finish, or None if none finishes within
+        ``timeout`` seconds; re-raises a task's error."""
+        outcome = self.next_outcome(timeout)
+        if outcome is None:
+            return None
+        tag, kind, payload = outcome
         if kind == "error":
             raise payload
         return tag, payload

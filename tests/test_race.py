@@ -176,3 +176,61 @@ def test_auto_race_names_each_racers_solver(race_at_once, monkeypatch):
     truth = brute_force_lipschitz(*from_lipopt(net, box), np.array([1.0, -1.0]), "linf")
     assert res.status == "optimal" and res.value == pytest.approx(truth.value, rel=1e-6)
     assert res.solver.split()[0] in ("highs", "scip")
+
+
+def _race_problem():
+    net = random_network(np.random.default_rng(5), [3, 10, 10, 2])
+    box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    base = dict(norm="linf", c=[1.0, -1.0], split=False, regions=False)
+    return net, box, base
+
+
+def test_one_racers_error_does_not_stop_the_other():
+    from lipopt.race import race
+
+    net, box, base = _race_problem()
+    alone = lipschitz(net, box, formulation="backward", **base)
+    entries = {
+        "broken": dict(base, formulation="backward", bounds="no-such-bounds"),
+        "good": dict(base, formulation="forward"),
+    }
+    name, res = race(net, box, entries, time_limit=60)
+    assert name == "good" and res.status == "optimal"
+    assert res.value == pytest.approx(alone.value, rel=1e-6)
+
+
+def test_every_racer_failing_raises_the_first_error():
+    from lipopt.race import race
+
+    net, box, base = _race_problem()
+    entries = {
+        "first": dict(base, formulation="backward", bounds="no-such-bounds"),
+        "second": dict(base, formulation="forward", bounds="no-such-bounds"),
+    }
+    with pytest.raises(ValueError, match="unknown bound method"):
+        race(net, box, entries, time_limit=60)
+
+
+def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
+    import os
+
+    from lipopt.race import race
+    from lipopt.solvers import SolverError
+
+    net, box, base = _race_problem()
+    real = lipschitz_module.lipschitz
+
+    def dies_on_forward(network, domain, **kwargs):
+        if kwargs.get("formulation") == "forward":
+            os._exit(3)  # the racer's process ends without answering
+        return real(network, domain, **kwargs)
+
+    monkeypatch.setattr(lipschitz_module, "lipschitz", dies_on_forward)  # the racers are forks
+    entries = {
+        "dies": dict(base, formulation="forward"),
+        "lives": dict(base, formulation="backward"),
+    }
+    name, res = race(net, box, entries, time_limit=60)
+    assert name == "lives" and res.status == "optimal"
+    with pytest.raises(SolverError, match="'dies' ended without an answer"):
+        race(net, box, {"dies": entries["dies"]}, time_limit=60)

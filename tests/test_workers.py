@@ -123,3 +123,27 @@ def test_lipschitz_accepts_numpy_integer_workers():
     net = random_network(np.random.default_rng(0), [3, 4, 1])
     res = lipschitz(net, LinfBall([0.5] * 3, 0.1), norm="l1", workers=np.int64(1))
     assert res.status == "optimal"
+
+
+@needs_fork
+def test_a_worker_that_dies_is_reported_and_the_others_keep_working():
+    import os
+
+    from lipopt.solvers import SolverError
+
+    def handle(task):
+        if task == "die":
+            os._exit(1)
+        return task * 2
+
+    runner = ForkedWorkers(2, handle)
+    processes = [proc for _conn, proc in runner.started]
+    runner.submit("die", "dying")
+    tag, kind, err = runner.next_outcome(timeout=20)
+    assert (tag, kind) == ("dying", "error") and isinstance(err, SolverError)
+    assert "'dying' ended without an answer" in str(err)
+    runner.submit(21, "alive")  # the dead worker gets no task; the other one answers
+    assert runner.next_result(timeout=20) == ("alive", 42)
+    assert not runner.busy() and len(runner.free) == 1
+    runner.close()
+    assert not any(proc.is_alive() for proc in processes)
