@@ -26,6 +26,7 @@ from lipopt.formulation.build import Formulation
 from lipopt.formulation.objective import set_candidate
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.progress import heartbeat, silent
 from lipopt.race import RACE_AFTER, merge, race
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
@@ -91,7 +92,9 @@ class LipschitzResult:
         exact_certified: the witness's linear region is full-dimensional inside the domain and
             its gradient norm matches ``value``, so the value is attained — exact for any network.
         model_stats: ``variables``, ``constraints``, ``binaries``, ``unstable_neurons``.
-        timings: seconds spent in ``bounds``, ``build``, ``solve``, ``verify``.
+        timings: seconds spent in ``bounds``, ``build``, ``solve``, ``verify``, and where
+            they ran ``regions`` (the region search), ``split`` (domain splitting's own
+            work), ``probe`` and ``race`` (the formulation race); they add up to the wall time.
         solver: solver name and version.
         norm: the input norm α; ``c``: the output weighting (None when an output norm is used);
             ``output_norm``: the output norm β of an (α, β) constant (None for a fixed c).
@@ -328,7 +331,8 @@ def lipschitz(
             or ``"lp"`` (LP tightening of unstable neurons).
         max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
         random_seed: for the random fallback witness search.
-        progress: called with a short message at each stage (the CLI prints them).
+        progress: called with a short message at each stage (the CLI prints them), and
+            every :data:`~lipopt.progress.HEARTBEAT_SECONDS` during a long MIP solve or race.
         split: branch and bound on the input domain (boxes and ℓ∞ balls, exact mode): True
             or :class:`~lipopt.split.SplitOptions`; each part is solved by the MIP. ``"auto"``
             (the default) splits boxes of at most ``AUTO_SPLIT_MAX_DIM`` inputs, where halving
@@ -360,7 +364,7 @@ def lipschitz(
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
             everything in this process.
     """
-    say = progress or (lambda _message: None)
+    say = progress or silent
     input_norm = InputNorm.parse(norm)
     solve_mode = Mode(mode) if not isinstance(mode, Mode) else mode
     if gap is not None and not (0 <= gap < 1):
@@ -601,7 +605,8 @@ def _probe_then_race(
     )
     race_start = time.perf_counter()
     try:
-        winner, result = race(network, domain, entries, remaining)
+        with heartbeat(say, "racing", remaining):
+            winner, result = race(network, domain, entries, remaining)
     except SolverError as err:
         if probe is None:
             raise
@@ -753,7 +758,12 @@ def _with_region_bounds(
     merged = {**result.timings}
     for key, value in timings.items():
         merged[key] = merged.get(key, 0.0) + value
-    note = f"region search stopped after {found.nodes} nodes; the MIP finished"
+    ending = {
+        "optimal": "finished",
+        "time_limit": "stopped at the time limit",
+        "gap_limit": "stopped at the gap limit",
+    }.get(result.status, f"ended with status {result.status}")
+    note = f"region search stopped after {found.nodes} nodes; the MIP took over and {ending}"
     return replace(
         result,
         value=upper,
@@ -826,7 +836,8 @@ def _solve_refined(
     """Solve; while the optimum's activation region is lower-dimensional (so the optimum is
     not attained by any gradient), exclude its pattern by a no-good cut and re-solve."""
     start = time.perf_counter()
-    first = adapter.solve(lip.model, options)
+    with heartbeat(say, "solving", options.time_limit):
+        first = adapter.solve(lip.model, options)
     solve_seconds = time.perf_counter() - start
     nodes = first.nodes or 0
     if cutoff is not None and first.termination is Termination.INFEASIBLE:
@@ -887,10 +898,6 @@ def _solve_refined(
 CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
 
 
-def _quiet(_message: str) -> None:
-    """No progress messages (from a forked worker, whose lines would interleave)."""
-
-
 def _candidate_options(
     options: SolveOptions, solver: str, remaining: float | None, cutoff: float | None
 ) -> SolveOptions:
@@ -949,7 +956,7 @@ def _decomposed(
         run_options = _candidate_options(options, adapter.name, remaining, cutoff)
         solved = _solve_refined(
             network, domain, seed, norm, lip, net_bounds, adapter, run_options, deadline,
-            max_refinements, False, say if count == 1 else _quiet, cutoff,
+            max_refinements, False, say if count == 1 else silent, cutoff,
         )  # fmt: skip
         if count == 1:
             return solved

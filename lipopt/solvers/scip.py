@@ -119,7 +119,12 @@ class ScipSolver:
         start = time.perf_counter()
         try:
             with contextlib.redirect_stdout(sys.stderr):  # stdout is for results
-                scip.optimize()
+                # without the GIL the heartbeat thread (lipopt.progress) can report; the log
+                # redirected to Python needs the GIL (SCIP crashed without it), so not then
+                if options.verbose:
+                    scip.optimize()
+                else:
+                    scip.optimizeNogil()
         except Exception as exc:  # the solver's own failure, reported as ours
             raise SolverError(f"SCIP failed: {exc}") from exc
         seconds = time.perf_counter() - start
