@@ -402,6 +402,18 @@ def _format_vector(vec: np.ndarray | None, limit: int = 6) -> str:
     return f"[{shown}{', ...' if vec.size > limit else ''}]"
 
 
+#: the stages of a solve in the order they run; a result's ``timings`` holds those it went through
+STAGES = ("bounds", "build", "solve", "verify", "regions", "split", "probe", "race")
+
+
+def _format_stages(timings: dict[str, float]) -> str:
+    """``bounds 0.01, build 0.03, ...``: the four main stages always, the others when they ran,
+    so that the parts add up to the total."""
+    shown = [k for k in STAGES if k in timings or k in STAGES[:4]]
+    shown += [k for k in timings if k not in STAGES]
+    return ", ".join(f"{k} {timings.get(k, 0.0):.2f}" for k in shown)
+
+
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
     """The short human summary printed without --json."""
     dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
@@ -418,7 +430,6 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     }.get(result.status, result.status)
     lower = "-" if result.lower is None else f"{result.lower:.10g}"
     stats = result.model_stats
-    t = result.timings
     lines = [
         f"network   {model}  {list(network.widths)}",
         f"domain    {domain.describe()}    norm {result.norm} ({dual})    {target}",
@@ -431,11 +442,8 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
             if stats["variables"]
             else f"model     no MIP needed ({stats['unstable_neurons']} unstable neurons)"
         ),
-        f"time      {result.seconds:.2f} s (bounds {t.get('bounds', 0):.2f}, "
-        f"build {t.get('build', 0):.2f}, solve {t.get('solve', 0):.2f}, "
-        f"verify {t.get('verify', 0):.2f}"
-        + (f", regions {t['regions']:.2f}" if "regions" in t else "")
-        + f")    solver {result.solver}",
+        f"time      {result.seconds:.2f} s ({_format_stages(result.timings)})    "
+        f"solver {result.solver}",
     ]
     if "regions" in stats:
         lines.insert(

@@ -287,3 +287,16 @@ def test_cli_solvers_lists_every_adapter_and_the_default(capsys, monkeypatch):
     assert by_name["highs"] == "usable" and by_name["cbc"] == "missing"
     assert "apt-get install coinor-cbc" in lines[list(by_name).index("cbc")]
     assert lines[-1].startswith("default: auto = highs")
+
+
+def test_cli_time_line_shows_every_stage_that_ran():
+    from lipopt.cli import _format_stages
+
+    timings = {"race": 0.5, "bounds": 0.01, "solve": 15.0, "regions": 4.6, "probe": 5.0}
+    line = _format_stages(timings)
+    assert line == (
+        "bounds 0.01, build 0.00, solve 15.00, verify 0.00, regions 4.60, probe 5.00, race 0.50"
+    )
+    parts = [float(part.split()[1]) for part in line.split(", ")]
+    assert sum(parts) == sum(timings.values())  # the parts add up to the total
+    assert _format_stages({"bounds": 1.0, "later": 2.0}).endswith("later 2.00")

@@ -83,6 +83,7 @@ def test_unfinished_search_hands_over_to_the_mip_and_keeps_exactness(monkeypatch
     monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 3)
     res = lipschitz(net, domain, norm=norm, c=c)
     assert "region search stopped after" in res.message
+    assert "the MIP took over and finished" in res.message
     assert res.model_stats["binaries"] > 0  # the MIP ran
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -235,3 +236,26 @@ def test_mip_and_search_agree_with_a_neuron_that_is_zero_on_the_whole_domain():
     for regions in (True, False):
         res = lipschitz(net, domain, norm="linf", regions=regions)
         assert res.value == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "mip_status, lower, ending, status",
+    [
+        ("time_limit", 1.0, "the MIP took over and stopped at the time limit", "time_limit"),
+        ("time_limit", 2.0, "the MIP took over and stopped at the time limit", "optimal"),
+        ("optimal", 2.0, "the MIP took over and finished", "optimal"),
+    ],
+)
+def test_handover_note_says_how_the_mip_ended(mip_status, lower, ending, status):
+    from lipopt.regions import RegionSearch
+
+    mip = lipschitz_module.LipschitzResult(
+        value=2.0, lower=lower, upper=2.0, status=mip_status, witness=np.zeros(2),
+        exact_certified=False, model_stats={}, timings={"solve": 1.0}, solver="highs", norm="linf",
+        c=None,
+    )  # fmt: skip
+    found = RegionSearch(1.5, np.ones(2), 3.0, False, 4000, 4000, 10, 2.5)
+    merged = lipschitz_module._with_region_bounds(mip, found, {"regions": 2.5})
+    assert merged.message.endswith(f"region search stopped after 4000 nodes; {ending}")
+    assert merged.status == status and merged.timings == {"solve": 1.0, "regions": 2.5}
+    assert merged.lower == max(lower, 1.5)  # the better attained value of the two
