@@ -7,8 +7,8 @@ worker here is a ``fork`` of the process that built the Pyomo model, so it owns 
 everything without rebuilding or pickling it; tasks and answers (small, picklable) travel over
 pipes. A task's error comes back as an answer (:meth:`ForkedWorkers.next_outcome`) or is
 re-raised (:meth:`ForkedWorkers.next_result`): the race keeps going past one racer's error, the
-decomposition stops. :class:`InProcess` has the same interface as :meth:`next_result` and runs
-every task at once in this process, so that the caller has one loop for both."""
+decomposition stops. :class:`InProcess` runs every task at once in this process behind the
+same ``submit`` / ``next_result`` interface, so that the decomposition has one loop for both."""
 
 from __future__ import annotations
 
