@@ -32,6 +32,8 @@ from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
 from lipopt.split import SplitOptions, branch_and_bound
+from lipopt.subnets import TIME_BUDGET as SUBNET_BUDGET
+from lipopt.subnets import subnet_tangent_bounds
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
 
@@ -308,6 +310,7 @@ def lipschitz(
     regions: bool | str | RegionOptions = "auto",
     formulation: Formulation | str = "auto",
     workers: int | None = None,
+    subnet_bounds: bool | str = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -363,6 +366,10 @@ def lipschitz(
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
             everything in this process.
+        subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
+            sub-networks up to each neuron, each a small MIP (:mod:`lipopt.subnets`), within
+            :func:`subnet_budget` seconds. ``"auto"`` (the default): for the forward
+            formulation in exact mode, except on the parts of a domain split.
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -392,10 +399,12 @@ def lipschitz(
         raise LipschitzError(f"decompose must be True, False or 'auto', got {decompose!r}")
     if form is Formulation.FORWARD:
         decompose = False  # the forward model has no selection binaries to remove
+    if subnet_bounds not in ("auto", True, False):
+        raise LipschitzError(f"subnet_bounds must be True, False or 'auto', got {subnet_bounds!r}")
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
-        workers=workers,
+        workers=workers, subnet_bounds=subnet_bounds,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -416,7 +425,13 @@ def lipschitz(
             seed,
             input_norm,
             SplitOptions() if split is True else split,
-            dict(regions=False, formulation=form or Formulation.BACKWARD, **solve_arguments),
+            dict(
+                solve_arguments,
+                regions=False,
+                formulation=form or Formulation.BACKWARD,
+                # many small parts: one budget of sub-MIPs each would cost more than it buys
+                subnet_bounds=subnet_bounds is True,
+            ),
             time_limit,
             bounds,
             say,
@@ -429,18 +444,31 @@ def lipschitz(
                                     time_limit, progress, say)  # fmt: skip
         form = Formulation.BACKWARD
 
-    start = time.perf_counter()
+    call_start = start = time.perf_counter()
     net_bounds = propagate(network, domain, seed, method=bounds)
-    timings["bounds"] = time.perf_counter() - start
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons")
+    relax = solve_mode is Mode.LP
+    tangent = None
+    if (
+        subnet_bounds is not False
+        and form is Formulation.FORWARD
+        and not relax
+        and len(network.hidden_widths) >= 2
+    ):
+        tangent, _ = subnet_tangent_bounds(
+            network, domain, net_bounds, input_norm, adapter, subnet_budget(time_limit), say
+        )
+    timings["bounds"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    relax = solve_mode is Mode.LP
     lip = build(
         network, domain, seed, input_norm, net_bounds, relax=relax, decompose=decompose,
-        formulation=form,
+        formulation=form, tangent=tangent,
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
+    if time_limit is not None:  # the bounds and the build came out of the time limit
+        spent = time.perf_counter() - call_start
+        time_limit = max(time_limit - spent, MIN_SOLVE_SHARE * time_limit)
     limit = f" (time limit {time_limit:g} s)" if time_limit else ""
     say(
         f"{form.value} model: {lip.stats['variables']} variables, "
@@ -544,6 +572,18 @@ AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
 #: first, while SCIP solved the backward model of [10,20,20,1] in 35 s (seed 0; 89-138 s for
 #: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
 AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
+
+
+#: the least share of the time limit the solver is given after the bounds and the build
+MIN_SOLVE_SHARE = 0.01
+
+
+def subnet_budget(time_limit: float | None) -> float:
+    """Seconds for the sub-network MIPs of ``subnet_bounds``: :data:`~lipopt.subnets.TIME_BUDGET`,
+    and at most a tenth of the time limit."""
+    if time_limit is None:
+        return SUBNET_BUDGET
+    return min(SUBNET_BUDGET, 0.1 * time_limit)
 
 
 def _race_solver(solver: str, form: Formulation) -> str:

@@ -300,3 +300,22 @@ def test_cli_time_line_shows_every_stage_that_ran():
     parts = [float(part.split()[1]) for part in line.split(", ")]
     assert sum(parts) == sum(timings.values())  # the parts add up to the total
     assert _format_stages({"bounds": 1.0, "later": 2.0}).endswith("later 2.00")
+
+
+def test_cli_subnet_bounds_switch(tmp_path, capsys):
+    net = random_network(np.random.default_rng(6), [3, 8, 8, 2])
+    path = str(save_onnx(net, tmp_path / "deep.onnx"))
+    base = ["solve", path, "--box", "0,1", "--c", "1,-1", "--json", "--no-regions", "--no-split"]
+    values = {}
+    for switch in ("--subnet-bounds", "--no-subnet-bounds"):
+        code, out, err = _run(capsys, *base, "--formulation", "forward", switch)
+        assert code == 0
+        assert ("sub-network MIPs" in err) == (switch == "--subnet-bounds")
+        values[switch] = json.loads(out)["value"]
+    _, out, err = _run(capsys, *base, "--formulation", "backward")
+    assert "sub-network MIPs" not in err  # the backward model has no tangents
+    assert values["--subnet-bounds"] == pytest.approx(json.loads(out)["value"], rel=1e-6)
+    assert values["--no-subnet-bounds"] == pytest.approx(json.loads(out)["value"], rel=1e-6)
+    with pytest.raises(SystemExit) as info:
+        main([*base, "--subnet-bounds", "--no-subnet-bounds"])
+    assert info.value.code == 2 and "not allowed with" in capsys.readouterr().err

@@ -23,7 +23,7 @@ for every direction ``v`` in the unit ball ``V`` of the input norm α (ℓ∞: t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,12 +85,26 @@ def _linear_step(
     return -bounds[1], bounds[0]
 
 
+#: ``refine(k, lowers, uppers, lo, hi) -> (lo, hi)``: tighter sound bounds on layer ``k``'s
+#: tangent, given the bounds of layers ``< k`` (``lowers``, ``uppers``) and this layer's ``lo, hi``
+Refine = Callable[
+    [int, Sequence[FloatArray], Sequence[FloatArray], FloatArray, FloatArray],
+    tuple[FloatArray, FloatArray],
+]
+
+
 def tangent_bounds(
-    network: Network, states: Sequence[NDArray[np.int8]], norm: InputNorm | str
+    network: Network,
+    states: Sequence[NDArray[np.int8]],
+    norm: InputNorm | str,
+    refine: Refine | None = None,
 ) -> TangentBounds:
     """Sound bounds on every hidden layer's tangent ``t_k``, first layer first.
 
     ``states`` are the neurons' states from the forward bounds (active, inactive, unstable).
+    ``refine`` (optional) tightens each layer after the first before the next is bounded from
+    it (:mod:`lipopt.subnets` solves sub-network MIPs there); its bounds are intersected with
+    these.
     """
     affines = network.affine_layers
     ball = direction_ball(InputNorm.parse(norm), network.input_dim)
@@ -105,10 +119,12 @@ def tangent_bounds(
             d_lo, d_hi = _switch(states[k - 1], lowers[-1], uppers[-1])
             step = _affine_interval(weight, np.zeros(weight.shape[0]), d_lo, d_hi)
             lo, hi = intersect(step, _linear_step(network, ball, k, relaxations))
+            if refine is not None:
+                lo, hi = intersect((lo, hi), refine(k, lowers, uppers, lo, hi))
         lowers.append(lo)
         uppers.append(hi)
         relaxations.append(switch_relaxation(states[k], lo, hi))
     return TangentBounds(tuple(lowers), tuple(uppers))
 
 
-__all__ = ["TangentBounds", "direction_ball", "tangent_bounds"]
+__all__ = ["Refine", "TangentBounds", "direction_ball", "tangent_bounds"]

@@ -10,7 +10,7 @@ import numpy as np
 import pyomo.environ as pe
 
 from lipopt.bounds.interval import NetworkBounds, Seed
-from lipopt.bounds.tangent import tangent_bounds
+from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Domain
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_forward, add_input
@@ -90,13 +90,15 @@ def build(
     relax: bool = False,
     decompose: bool = False,
     formulation: Formulation | str = Formulation.BACKWARD,
+    tangent: TangentBounds | None = None,
 ) -> LipschitzModel:
     """Build ``max_{x ∈ domain} ||∇(w^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation).
 
     ``seed`` is a fixed vector ``c`` (then ``w = c``) or an :class:`OutputNorm`, whose dual ball
     ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm,
     backward formulation only): no selection binaries; ``model.objective`` is the first of
-    ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``.
+    ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``, and
+    takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`).
     """
     input_norm = InputNorm.parse(norm)
     form = Formulation.parse(formulation)
@@ -108,7 +110,8 @@ def build(
     x = add_input(model, domain)
     activations = add_forward(model, network, bounds, x, relax)
     if form is Formulation.FORWARD:
-        tangent = tangent_bounds(network, bounds.states, input_norm)
+        if tangent is None:
+            tangent = tangent_bounds(network, bounds.states, input_norm)
         c = [float(v) for v in np.asarray(seed, dtype=np.float64)]
         value = add_tangent(model, network, bounds.states, tangent, activations, input_norm, c)
         model.objective = pe.Objective(expr=value, sense=pe.maximize)
