@@ -35,6 +35,7 @@ from lipopt.formulation.build import Formulation, build
 from lipopt.network import Affine, Network, ReLU
 from lipopt.norms import InputNorm
 from lipopt.solvers import SolveOptions
+from lipopt.solvers.base import Solver
 
 FloatArray = NDArray[np.float64]
 
@@ -60,7 +61,7 @@ def subnet_tangent_bounds(
     domain: Domain,
     bounds: NetworkBounds,
     norm: InputNorm | str,
-    adapter: object,
+    adapter: Solver,
     time_budget: float = TIME_BUDGET,
     say: Callable[[str], None] | None = None,
 ) -> tuple[TangentBounds, dict[str, float]]:
@@ -100,9 +101,7 @@ def subnet_tangent_bounds(
                 formulation=Formulation.FORWARD, tangent=prefix_tangent,
             )  # fmt: skip
             share = remaining / (len(order) - position)
-            result = adapter.solve(  # type: ignore[attr-defined]
-                lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP)
-            )
+            result = adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
             stats["sub_mips"] += 1
             if result.bound is None or not np.isfinite(result.bound):
                 continue
