@@ -95,6 +95,12 @@ class Solver(Protocol):
         """Solve; never raises for limits reached, raises :class:`SolverError` on failure."""
 
 
+def closed_exactly(incumbent: float, bound: float) -> bool:
+    """Whether a maximisation's ``bound - incumbent`` is within the exact solve's gap (ten times
+    :data:`EXACT_GAP`, relative to ``max(1, |bound|)``): a stop there is optimality."""
+    return bound - incumbent <= 10 * EXACT_GAP * max(1.0, abs(bound))
+
+
 def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResult | None:
     """The answer without a solver when the objective is a number (e.g. a network with no
     hidden layer): every feasible point is optimal; variables sit at the middle of their bounds."""

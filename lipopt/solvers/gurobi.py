@@ -24,6 +24,7 @@ from lipopt.solvers.base import (
     SolverError,
     SolveResult,
     Termination,
+    closed_exactly,
     constant_objective_result,
 )
 
@@ -133,7 +134,7 @@ class GurobiSolver:
             and options.rel_gap > EXACT_GAP
             and incumbent is not None
             and bound is not None
-            and bound - incumbent > 10 * EXACT_GAP * max(1.0, abs(bound))
+            and not closed_exactly(incumbent, bound)
         ):
             termination = Termination.GAP_LIMIT
         values = None

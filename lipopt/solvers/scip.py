@@ -26,11 +26,11 @@ import pyomo.environ as pe
 from pyomo.repn import generate_standard_repn
 
 from lipopt.solvers.base import (
-    EXACT_GAP,
     SolveOptions,
     SolverError,
     SolveResult,
     Termination,
+    closed_exactly,
     constant_objective_result,
 )
 
@@ -145,7 +145,7 @@ class ScipSolver:
         if termination is Termination.OPTIMAL and incumbent is not None:
             bound = incumbent if bound is None else max(bound, incumbent)
         if termination is Termination.GAP_LIMIT and incumbent is not None and bound is not None:
-            if bound - incumbent <= 10 * EXACT_GAP * max(1.0, abs(bound)):
+            if closed_exactly(incumbent, bound):
                 termination = Termination.OPTIMAL  # stopped by the exact solve's own gap
         return SolveResult(
             termination=termination,
