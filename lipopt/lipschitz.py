@@ -32,8 +32,7 @@ from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
 from lipopt.split import SplitOptions, branch_and_bound
-from lipopt.subnets import TIME_BUDGET as SUBNET_BUDGET
-from lipopt.subnets import subnet_tangent_bounds
+from lipopt.subnets import budget_for, subnet_tangent_bounds
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
 
@@ -368,7 +367,7 @@ def lipschitz(
             everything in this process.
         subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
             sub-networks up to each neuron, each a small MIP (:mod:`lipopt.subnets`), within
-            :func:`subnet_budget` seconds. ``"auto"`` (the default): for the forward
+            :func:`~lipopt.subnets.budget_for` seconds. ``"auto"`` (the default): for the forward
             formulation in exact mode, except on the parts of a domain split.
     """
     say = progress or silent
@@ -456,7 +455,7 @@ def lipschitz(
         and len(network.hidden_widths) >= 2
     ):
         tangent, _ = subnet_tangent_bounds(
-            network, domain, net_bounds, input_norm, adapter, subnet_budget(time_limit), say
+            network, domain, net_bounds, input_norm, adapter, budget_for(time_limit), say
         )
     timings["bounds"] = time.perf_counter() - start
 
@@ -576,14 +575,6 @@ AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
 
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
-
-
-def subnet_budget(time_limit: float | None) -> float:
-    """Seconds for the sub-network MIPs of ``subnet_bounds``: :data:`~lipopt.subnets.TIME_BUDGET`,
-    and at most a tenth of the time limit."""
-    if time_limit is None:
-        return SUBNET_BUDGET
-    return min(SUBNET_BUDGET, 0.1 * time_limit)
 
 
 def _race_solver(solver: str, form: Formulation) -> str:

@@ -47,6 +47,14 @@ SUB_GAP = 1e-3
 WIDEN = 1e-6
 
 
+def budget_for(time_limit: float | None) -> float:
+    """Seconds for all sub-MIPs of one solve: :data:`TIME_BUDGET`, and at most a tenth of the
+    time limit."""
+    if time_limit is None:
+        return TIME_BUDGET
+    return min(TIME_BUDGET, 0.1 * time_limit)
+
+
 def prefix_network(network: Network, k: int) -> Network:
     """The sub-network ``x ↦ z_k(x)``: affine layers ``0 .. k`` with the ReLUs between them."""
     layers: list[Affine | ReLU] = []
@@ -123,4 +131,11 @@ def subnet_tangent_bounds(
     return tangent, stats
 
 
-__all__ = ["SUB_GAP", "TIME_BUDGET", "WIDEN", "prefix_network", "subnet_tangent_bounds"]
+__all__ = [
+    "SUB_GAP",
+    "TIME_BUDGET",
+    "WIDEN",
+    "budget_for",
+    "prefix_network",
+    "subnet_tangent_bounds",
+]
