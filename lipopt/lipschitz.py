@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -352,7 +353,9 @@ def lipschitz(
             the domain is not split, for ``AUTO_REGION_NODES`` nodes (or
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
             the hidden neurons are unstable) and, if it has not finished, goes on with the
-            MIP, keeping the better of the two lower and upper bounds; False skips it.
+            MIP, keeping the better of the two lower and upper bounds (where the formulations
+            race and that share is reached, the search runs in the backward racer, see
+            ``formulation``); False skips it.
         formulation: how the MIP differentiates the network: ``"backward"`` (the paper's
             chain rule, then the dual norm of the gradient) or ``"forward"`` (the directional
             derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
@@ -360,7 +363,10 @@ def lipschitz(
             the ℓ∞ input norm and HiGHS or SCIP on two or more cores, the backward model for
             :data:`~lipopt.race.RACE_AFTER` seconds, then, if unfinished, both raced on two
             processes for the time left (:mod:`lipopt.race`; with ``solver="auto"`` SCIP
-            solves the raced backward model); backward otherwise.
+            solves the raced backward model); backward otherwise. With ``regions="auto"`` and
+            at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
+            starts at once, without the probe, and the backward racer searches the regions
+            before its MIP.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
@@ -408,7 +414,14 @@ def lipschitz(
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
     region_options = _region_options(regions, solve_mode, seed, domain)
+    racing = form is None and worker_count(adapter.name, workers, 2) >= 2
     if region_options is not None:
+        race_now = None
+        if regions == "auto" and racing:
+            race_now = partial(
+                _probe_then_race, network, domain, seed, input_norm, solve_arguments,
+                progress=progress, say=say, probe=False,
+            )  # fmt: skip
         return _region_lipschitz(
             network, domain, seed, input_norm, region_options, regions == "auto", time_limit,
             bounds, say,
@@ -416,6 +429,7 @@ def lipschitz(
                 output_norm=output_norm, progress=progress, split=split, formulation=formulation,
                 **solve_arguments,
             ),
+            race_now,
         )  # fmt: skip
     if split and solve_mode is Mode.EXACT and isinstance(domain, (Box, LinfBall)):
         return _split_lipschitz(
@@ -438,7 +452,7 @@ def lipschitz(
         )
 
     if form is None:
-        if worker_count(adapter.name, workers, 2) >= 2:
+        if racing:
             return _probe_then_race(network, domain, seed, input_norm, solve_arguments,
                                     time_limit, progress, say)  # fmt: skip
         form = Formulation.BACKWARD
@@ -600,55 +614,66 @@ def _probe_then_race(
     time_limit: float | None,
     progress: Callable[[str], None] | None,
     say: Callable[[str], None],
+    probe: bool = True,
 ) -> LipschitzResult:
     """``formulation="auto"``: the backward model alone for :data:`~lipopt.race.RACE_AFTER`
     seconds; if it has not finished, both models raced on two processes (:mod:`lipopt.race`)
     for the time left. Every answer along the way is certified, so the result keeps the best
-    upper and lower bounds of all of them; if the race fails, the probe's answer stands."""
+    upper and lower bounds of all of them; if the race fails, the probe's answer stands.
+
+    ``probe=False`` (a problem that looks hard, see :func:`_region_lipschitz`): no probe; the
+    race starts at once, and the backward racer runs the region search before its MIP."""
     start = time.perf_counter()
     probe_limit = RACE_AFTER if time_limit is None else min(RACE_AFTER, time_limit)
-    probe: LipschitzResult | None = None
+    probed: LipschitzResult | None = None
     probe_error: NoBoundError | None = None
-    try:
-        probe = lipschitz(
-            network, domain, norm, seed, regions=False, split=False, progress=progress,
-            time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
-        )  # fmt: skip
-    except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
-        probe_error = err
+    if probe:
+        try:
+            probed = lipschitz(
+                network, domain, norm, seed, regions=False, split=False, progress=progress,
+                time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
+            )  # fmt: skip
+        except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
+            probe_error = err
     probe_seconds = time.perf_counter() - start
     remaining = None if time_limit is None else time_limit - probe_seconds
     too_late = remaining is not None and remaining < MIN_RACE_SECONDS
-    if probe is not None and (probe.status != "time_limit" or too_late):
-        return probe
+    if probed is not None and (probed.status != "time_limit" or too_late):
+        return probed
     if probe_error is not None and too_late:
         raise probe_error
     entries = {}
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = _race_solver(arguments["solver"], form)
+        # without a probe, the region search (which the caller skipped) runs in the backward racer
+        search = "auto" if not probe and form is Formulation.BACKWARD else False
         entries[f"{form.value} ({solver})"] = dict(
-            arguments, norm=norm, c=seed, regions=False, split=False, time_limit=remaining,
+            arguments, norm=norm, c=seed, regions=search, split=False, time_limit=remaining,
             formulation=form, solver=solver,
         )  # fmt: skip
+    names = " and the ".join(entries)
     say(
-        f"not finished in {probe_limit:g} s: racing the {' and the '.join(entries)} model "
-        "on two processes..."
+        f"not finished in {probe_limit:g} s: racing the {names} model on two processes..."
+        if probe
+        else f"racing the {names} model on two processes (the backward one searches regions "
+        "first)..."
     )
     race_start = time.perf_counter()
     try:
         with heartbeat(say, "racing", remaining):
             winner, result = race(network, domain, entries, remaining)
     except SolverError as err:
-        if probe is None:
+        if probed is None:
             raise
         say(f"the race failed ({err}); answering with the probe's bounds")
-        return probe
+        return probed
     race_seconds = time.perf_counter() - race_start
-    merged = merge([result] if probe is None else [result, probe])
+    merged = merge([result] if probed is None else [result, probed])
     # the answering racer's own stages, the probe, and the race's overhead beyond those stages
     # (starting processes, waiting for the slower racer's verdict): together the wall time
     timings = dict(result.timings)
-    timings["probe"] = probe_seconds
+    if probe:
+        timings["probe"] = probe_seconds
     timings["race"] = max(race_seconds - sum(result.timings.values()), 0.0)
     note = (
         f"the {winner} model finished first of the two raced"
@@ -701,21 +726,39 @@ def _region_lipschitz(
     bounds: str,
     say: Callable[[str], None],
     mip_arguments: dict[str, Any],
+    race_now: Callable[..., LipschitzResult] | None = None,
 ) -> LipschitzResult:
-    """:func:`lipschitz` by the region search; with ``fallback``, the MIP finishes the job."""
+    """:func:`lipschitz` by the region search; with ``fallback``, the MIP finishes the job.
+
+    ``race_now`` (``formulation="auto"`` where it races): called with ``time_limit`` instead of
+    searching here when at least :data:`AUTO_REGION_UNSTABLE_SHARE` of the hidden neurons are
+    unstable. There the search rarely finishes (never on the unit boxes of benchmarks/speed.py),
+    and its few seconds and the backward probe after it only delayed the race; the backward
+    racer still runs the search first, so a search that would finish still answers."""
     box = domain if isinstance(domain, Box) else domain.as_box()  # type: ignore[union-attr]
     c = np.asarray(seed, dtype=np.float64)
     start = time.perf_counter()
     net_bounds = propagate(network, box, c, method=bounds)
     bound_seconds = time.perf_counter() - start
+    hidden = sum(network.hidden_widths)
+    looks_hard = bool(hidden) and net_bounds.unstable_count >= AUTO_REGION_UNSTABLE_SHARE * hidden
+    left = None if time_limit is None else time_limit - bound_seconds
+    if race_now is not None and looks_hard and (left is None or left >= MIN_RACE_SECONDS):
+        say(
+            f"{bounds} bounds: {net_bounds.unstable_count} of {hidden} neurons unstable; "
+            "racing at once"
+        )
+        result = race_now(time_limit=left)
+        timings = {**result.timings}
+        timings["bounds"] = timings.get("bounds", 0.0) + bound_seconds
+        return replace(result, timings=timings)
     if time_limit is not None:
         limit = time_limit - bound_seconds
         options = replace(
             options,
             time_limit=limit if options.time_limit is None else min(limit, options.time_limit),
         )
-    hidden = sum(network.hidden_widths)
-    if fallback and hidden and net_bounds.unstable_count < AUTO_REGION_UNSTABLE_SHARE * hidden:
+    if fallback and hidden and not looks_hard:
         options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE)
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons; searching regions...")
     try:

@@ -234,3 +234,57 @@ def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
     assert name == "lives" and res.status == "optimal"
     with pytest.raises(SolverError, match="'dies' ended without an answer"):
         race(net, box, {"dies": entries["dies"]}, time_limit=60)
+
+
+def _spy_on_race(monkeypatch) -> dict[str, dict]:
+    """Record the entries of every race lipschitz() starts."""
+    seen: dict[str, dict] = {}
+    real_race = lipschitz_module.race
+
+    def spy(network, domain, entries, time_limit):
+        seen.update(entries)
+        return real_race(network, domain, entries, time_limit)
+
+    monkeypatch.setattr(lipschitz_module, "race", spy)
+    return seen
+
+
+def test_a_problem_that_looks_hard_races_at_once(monkeypatch):
+    """At least AUTO_REGION_UNSTABLE_SHARE of the neurons unstable: no region search in this
+    process and no probe; the backward racer searches the regions before its MIP; exact."""
+    from lipopt.bounds import propagate
+
+    rng = np.random.default_rng(9)
+    net = random_network(rng, [6, 10, 6, 2])
+    box = Box(np.zeros(6), np.ones(6))
+    c = rng.normal(size=2)
+    unstable = propagate(net, box, c).unstable_count
+    assert unstable >= lipschitz_module.AUTO_REGION_UNSTABLE_SHARE * 16  # the premise
+    seen = _spy_on_race(monkeypatch)
+    said: list[str] = []
+    res = lipschitz(net, box, c=c, progress=said.append)
+    assert any("racing at once" in line for line in said)
+    assert not any("searching regions" in line for line in said[:2])
+    assert {name: kw["regions"] for name, kw in seen.items()} == {
+        "forward (highs)": False,
+        "backward (scip)": "auto",
+    }
+    assert "probe" not in res.timings and "race" in res.timings
+    assert res.seconds == pytest.approx(sum(res.timings.values()), rel=0.05, abs=0.05)
+    truth = brute_force_lipschitz(*from_lipopt(net, box), c, "linf")
+    assert res.status == "optimal" and res.exact_certified
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
+
+
+def test_a_problem_that_looks_easy_searches_regions_here_first(monkeypatch):
+    """Under AUTO_REGION_UNSTABLE_SHARE unstable (a small ball): the search runs in this process
+    and answers without any race."""
+    rng = np.random.default_rng(7)
+    net = random_network(rng, [5, 8, 8, 1])
+    ball = LinfBall([0.5] * 5, 0.3)
+    seen = _spy_on_race(monkeypatch)
+    res = lipschitz(net, ball)
+    assert not seen and "race" not in res.timings and "regions" in res.timings
+    truth = brute_force_lipschitz(*from_lipopt(net, ball), None, "linf")
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)

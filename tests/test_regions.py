@@ -66,7 +66,8 @@ def test_auto_region_search_in_five_and_more_dimensions_equals_brute_force(case)
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    res = lipschitz(net, domain, norm=norm, c=c)  # regions="auto" runs first here
+    # regions="auto" runs first here; one process, so that no race starts before it
+    res = lipschitz(net, domain, norm=norm, c=c, workers=1)
     assert "regions" in res.timings
     assert res.status == "optimal" and res.exact_certified
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -81,7 +82,7 @@ def test_unfinished_search_hands_over_to_the_mip_and_keeps_exactness(monkeypatch
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
     monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES", 3)
     monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 3)
-    res = lipschitz(net, domain, norm=norm, c=c)
+    res = lipschitz(net, domain, norm=norm, c=c, workers=1)  # one process: the hand-over itself
     assert "region search stopped after" in res.message
     assert "the MIP took over and finished" in res.message
     assert res.model_stats["binaries"] > 0  # the MIP ran
