@@ -752,11 +752,10 @@ def _region_lipschitz(
         timings = {**result.timings}
         timings["bounds"] = timings.get("bounds", 0.0) + bound_seconds
         return replace(result, timings=timings)
-    if time_limit is not None:
-        limit = time_limit - bound_seconds
+    if left is not None:
         options = replace(
             options,
-            time_limit=limit if options.time_limit is None else min(limit, options.time_limit),
+            time_limit=left if options.time_limit is None else min(left, options.time_limit),
         )
     if fallback and hidden and not looks_hard:
         options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE)

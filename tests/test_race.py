@@ -27,6 +27,19 @@ def race_at_once(monkeypatch):
     monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
 
 
+def _spy_on_race(monkeypatch) -> dict[str, dict]:
+    """Record the entries of every race lipschitz() starts."""
+    seen: dict[str, dict] = {}
+    real_race = lipschitz_module.race
+
+    def spy(network, domain, entries, time_limit):
+        seen.update(entries)
+        return real_race(network, domain, entries, time_limit)
+
+    monkeypatch.setattr(lipschitz_module, "race", spy)
+    return seen
+
+
 @pytest.mark.parametrize("norm", ["linf", "l1"])
 @pytest.mark.parametrize(
     "widths, domain",
@@ -157,14 +170,7 @@ def test_auto_solver_races_the_backward_model_on_scip_and_the_forward_on_highs(m
 
 
 def test_auto_race_names_each_racers_solver(race_at_once, monkeypatch):
-    seen: dict[str, dict] = {}
-    real_race = lipschitz_module.race
-
-    def spy(network, domain, entries, time_limit):
-        seen.update(entries)
-        return real_race(network, domain, entries, time_limit)
-
-    monkeypatch.setattr(lipschitz_module, "race", spy)
+    seen = _spy_on_race(monkeypatch)
     rng = np.random.default_rng(5)
     net = random_network(rng, [3, 10, 10, 2])
     box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
@@ -236,19 +242,6 @@ def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
         race(net, box, {"dies": entries["dies"]}, time_limit=60)
 
 
-def _spy_on_race(monkeypatch) -> dict[str, dict]:
-    """Record the entries of every race lipschitz() starts."""
-    seen: dict[str, dict] = {}
-    real_race = lipschitz_module.race
-
-    def spy(network, domain, entries, time_limit):
-        seen.update(entries)
-        return real_race(network, domain, entries, time_limit)
-
-    monkeypatch.setattr(lipschitz_module, "race", spy)
-    return seen
-
-
 def test_a_problem_that_looks_hard_races_at_once(monkeypatch):
     """At least AUTO_REGION_UNSTABLE_SHARE of the neurons unstable: no region search in this
     process and no probe; the backward racer searches the regions before its MIP; exact."""
@@ -288,3 +281,19 @@ def test_a_problem_that_looks_easy_searches_regions_here_first(monkeypatch):
     assert not seen and "race" not in res.timings and "regions" in res.timings
     truth = brute_force_lipschitz(*from_lipopt(net, ball), None, "linf")
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+def test_a_problem_that_looks_hard_under_a_short_time_limit_still_brackets_the_constant():
+    """Racing at once with too little time to finish: a certified bracket, never an error.
+    The upper bound is checked against sampled gradients, the lower one against its witness."""
+    rng = np.random.default_rng(8)
+    net = random_network(rng, [8, 16, 16, 2])  # 32 of 32 neurons unstable
+    box = Box(np.zeros(8), np.ones(8))
+    c = np.array([1.0, -1.0])
+    said: list[str] = []
+    res = lipschitz(net, box, c=c, time_limit=1.5, progress=said.append)
+    assert any("racing at once" in line for line in said)
+    assert res.status in ("optimal", "time_limit") and res.lower <= res.upper
+    sampled = dual_norm(net.gradients(box.sample(20_000, rng), c), "linf").max()
+    assert sampled <= res.upper * (1 + 1e-9)
+    assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
