@@ -197,7 +197,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "regions",
         on="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
         off="skip the region search (default: unless the domain is split, try it for "
-        "4000 nodes, 60000 if under 90%% of neurons are unstable, then the MIP)",
+        "4000 nodes (fewer if it projects more than 100000), 60000 if under 90%% of neurons "
+        "are unstable, then the MIP)",
     )
     perf.add_argument(
         "--formulation",

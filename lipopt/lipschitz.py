@@ -59,8 +59,12 @@ AUTO_DECOMPOSE_MIN_DIM = 5
 #: gets ``AUTO_REGION_NODES`` nodes (~3–6 s here; 4000 nodes with the linear node bound took as
 #: long as 6000 with the interval bound before it and got as far); below it (ℓ∞ balls of radius
 #: 0.1: 20–68%, all finished within 20 000 nodes, most within a few hundred)
-#: ``AUTO_REGION_NODES_FEW_UNSTABLE``.
+#: ``AUTO_REGION_NODES_FEW_UNSTABLE``. With the smaller budget the search also gives up at 500
+#: nodes or a doubling after when it projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in
+#: all (``RegionOptions.projected_limit``): 170 000 to 6·10^9 at 500 nodes on those unit boxes,
+#: at most 40 000 where it went on to finish (unit boxes of 5–10 inputs, widths 8–16).
 AUTO_REGION_NODES = 4000
+AUTO_REGION_PROJECTED_LIMIT = 100_000
 AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
 AUTO_REGION_UNSTABLE_SHARE = 0.9
 
@@ -352,8 +356,9 @@ def lipschitz(
             the search alone, within the time limit; ``"auto"`` (the default) tries it, when
             the domain is not split, for ``AUTO_REGION_NODES`` nodes (or
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
-            the hidden neurons are unstable) and, if it has not finished, goes on with the
-            MIP, keeping the better of the two lower and upper bounds (where the formulations
+            the hidden neurons are unstable; with the smaller budget it gives up sooner when it
+            projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in all) and, if it has not
+            finished, goes on with the MIP, keeping the better of the two lower and upper bounds (where the formulations
             race and that share is reached, the search runs in the backward racer, see
             ``formulation``); False skips it.
         formulation: how the MIP differentiates the network: ``"backward"`` (the paper's
@@ -706,7 +711,11 @@ def _region_options(
     )
     if regions == "auto":
         # _region_lipschitz raises the budget where few neurons are unstable
-        return RegionOptions(node_limit=AUTO_REGION_NODES) if applicable else None
+        if not applicable:
+            return None
+        return RegionOptions(
+            node_limit=AUTO_REGION_NODES, projected_limit=AUTO_REGION_PROJECTED_LIMIT
+        )
     if not applicable:
         raise LipschitzError(
             "the region search needs mode 'exact', a fixed c (not an output norm) and a box "
@@ -758,7 +767,7 @@ def _region_lipschitz(
             time_limit=left if options.time_limit is None else min(left, options.time_limit),
         )
     if fallback and hidden and not looks_hard:
-        options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE)
+        options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE, projected_limit=None)
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons; searching regions...")
     try:
         found = search_regions(
@@ -766,9 +775,12 @@ def _region_lipschitz(
         )
     except RuntimeError as err:  # the LP solver could not decide a node
         raise SolverError(f"region search: {err}") from err
+    projected = ""
+    if not found.complete and found.explored > 0:
+        projected = f" (about {found.nodes / found.explored:.2g} nodes in all at this rate)"
     say(
         f"region search: {found.nodes} nodes, {found.regions} regions, "
-        f"{'complete' if found.complete else 'stopped'} after {found.seconds:.1f} s"
+        f"{'complete' if found.complete else 'stopped'} after {found.seconds:.1f} s{projected}"
     )
     stats = {
         "variables": 0,

@@ -59,6 +59,8 @@ Backward = tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]
 PRUNE_SLACK = 1e-9
 #: seconds between progress messages
 PROGRESS_SECONDS = 5.0
+#: nodes after which ``projected_limit`` is first checked (then at each doubling)
+PROJECTION_START = 500
 
 
 @dataclass(frozen=True)
@@ -71,11 +73,15 @@ class RegionOptions:
         linear_bound: before a node's LP, tighten its interval gradient bound by one CROWN
             back-substitution of ``∇f`` (:func:`~lipopt.bounds.linear.input_gradient_linear`);
             False keeps the interval bound alone.
+        projected_limit: give up early, at :data:`PROJECTION_START` nodes and at each doubling
+            after, when the projected size of the whole search exceeds this many nodes (None:
+            never). The projection is ``nodes / explored`` (see :class:`RegionSearch`).
     """
 
     node_limit: int | None = None
     time_limit: float | None = None
     linear_bound: bool = True
+    projected_limit: int | None = None
 
 
 @dataclass
@@ -91,6 +97,8 @@ class RegionSearch:
         nodes: feasible partial patterns visited; ``lps``: feasibility LPs solved;
             ``regions``: complete patterns reached.
         seconds: wall time.
+        explored: share of the pattern tree closed (pruned, infeasible or a complete pattern),
+            a node at branching depth ``k`` counting ``2^-k``; 1.0 when ``complete``.
     """
 
     lower: float
@@ -101,6 +109,7 @@ class RegionSearch:
     lps: int
     regions: int
     seconds: float
+    explored: float = 0.0
 
 
 @dataclass
@@ -363,10 +372,17 @@ def search_regions(
     next_report = start + PROGRESS_SECONDS
     open_bound = -np.inf  # largest bound of a node left unexplored at a limit
     stopped = False
+    explored = 0.0  # Σ 2^-depth over the closed nodes
+    next_projection = PROJECTION_START
     while stack:
         node = stack.pop()
         if node.bound <= search.best:
+            explored += 2.0**-node.depth
             continue
+        if not stopped and options.projected_limit is not None and search.nodes >= next_projection:
+            next_projection *= 2
+            # nodes / explored: the tree's size if the rest is like the part already closed
+            stopped = search.nodes > options.projected_limit * explored
         if (
             stopped
             or (deadline is not None and time.perf_counter() > deadline)
@@ -378,6 +394,7 @@ def search_regions(
         if options.linear_bound and node.backward is not None:
             node.bound = min(node.bound, search.linear_bound(node.states, node.backward))
             if node.bound <= search.best:
+                explored += 2.0**-node.depth
                 continue
         lp.truncate(node.depth - (node.row is not None))
         if node.row is not None:
@@ -391,8 +408,10 @@ def search_regions(
                     node.margin, point = lp.solve()
                 except RuntimeError:  # cannot decide: keep the node's bound, do not drop it
                     search.unverified = max(search.unverified, node.bound)
+                    explored += 2.0**-node.depth
                     continue
                 if point is None or node.margin <= 0.0:
+                    explored += 2.0**-node.depth
                     continue
                 node.point = point
         search.nodes += 1
@@ -404,6 +423,7 @@ def search_regions(
             )
         if node.layer == hidden:
             search.leaf(node)
+            explored += 2.0**-node.depth
             continue
         k = node.layer
         free = np.flatnonzero(node.states[k] == NeuronState.UNSTABLE)
@@ -452,4 +472,5 @@ def search_regions(
         lps=lp.solves,
         regions=search.regions,
         seconds=time.perf_counter() - start,
+        explored=explored,
     )

@@ -25,6 +25,7 @@ BOX_CASES = [i for i, case in enumerate(SCALAR_CASES) if not isinstance(case[1],
 # inputs of 5 and 6 dimensions: where regions="auto" is on (no domain split)
 #: the module (``lipopt.lipschitz`` the attribute is the function of that name)
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+regions_module = importlib.import_module("lipopt.regions")
 
 AUTO_CASES = [
     ([5, 8, 8, 1], LinfBall([0.5] * 5, 0.3), "linf"),
@@ -108,6 +109,65 @@ def test_stopped_search_brackets_the_constant(case, limit):
         assert dual_norm(net.gradients(found.witness, cvec), norm) == pytest.approx(found.lower)
     if found.complete:
         assert found.lower == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.parametrize("case", BOX_CASES)
+def test_a_complete_search_closed_the_whole_pattern_tree(case):
+    # a node closed at branching depth k is 2^-k of the binary tree: a missed or doubled
+    # closing path would leave the sum of a finished search below or above 1
+    net, domain, norm, c, _ = _case(case)
+    box = domain if isinstance(domain, Box) else domain.as_box()
+    cvec = np.ones(1) if c is None else np.asarray(c)
+    bounds = propagate(net, box, cvec, "linear")
+    found = search_regions(net, box.lower, box.upper, cvec, norm, bounds)
+    assert found.complete
+    assert found.explored == pytest.approx(1.0, rel=1e-12)
+    stopped = search_regions(
+        net, box.lower, box.upper, cvec, norm, bounds, RegionOptions(node_limit=2)
+    )
+    assert stopped.complete or stopped.explored < 1.0
+
+
+def test_search_projected_past_its_limit_gives_up_with_a_sound_bracket():
+    rng = np.random.default_rng(0)
+    net = random_network(rng, [8, 16, 16, 2])  # its l1 search visits 1248 nodes to the end
+    box, c = Box(np.zeros(8), np.ones(8)), np.array([1.0, -1.0])
+    bounds = propagate(net, box, c, "linear")
+
+    def search(projected_limit):
+        options = RegionOptions(projected_limit=projected_limit)
+        return search_regions(net, box.lower, box.upper, c, "l1", bounds, options)
+
+    full = search(None)
+    assert full.complete and full.nodes > 2 * regions_module.PROJECTION_START
+    assert search(10**9).nodes == full.nodes  # a projection under the limit changes nothing
+    given_up = search(1)  # every projection is over one node: stop at the first check
+    assert not given_up.complete and given_up.nodes == regions_module.PROJECTION_START
+    assert 0.0 < given_up.explored < 1.0
+    sampled = dual_norm(net.gradients(box.sample(20_000, rng), c), "l1")
+    assert given_up.upper >= max(sampled.max(), full.lower) * (1 - 1e-9)
+    assert given_up.lower <= full.lower * (1 + 1e-9)
+    assert dual_norm(net.gradients(given_up.witness, c), "l1") == pytest.approx(given_up.lower)
+
+
+def test_auto_search_gives_up_early_only_where_most_neurons_are_unstable(monkeypatch):
+    seen = []
+    original = lipschitz_module.search_regions
+
+    def spy(*args, **kwargs):
+        seen.append(args[6])  # the RegionOptions
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(lipschitz_module, "search_regions", spy)
+    net = random_network(np.random.default_rng(0), [8, 16, 16, 2])  # 30 of 32 unstable
+    box = Box(np.zeros(8), np.ones(8))
+    lipschitz(net, box, norm="l1", c=[1.0, -1.0], workers=1)
+    lipschitz(net, LinfBall(np.full(8, 0.5), 0.05), norm="l1", c=[1.0, -1.0], workers=1)
+    hard, easy = seen
+    assert hard.projected_limit == lipschitz_module.AUTO_REGION_PROJECTED_LIMIT
+    assert hard.node_limit == lipschitz_module.AUTO_REGION_NODES
+    assert easy.projected_limit is None
+    assert easy.node_limit == lipschitz_module.AUTO_REGION_NODES_FEW_UNSTABLE
 
 
 def test_time_limited_search_returns_a_certified_bracket():
