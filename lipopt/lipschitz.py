@@ -358,9 +358,9 @@ def lipschitz(
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
             the hidden neurons are unstable; with the smaller budget it gives up sooner when it
             projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in all) and, if it has not
-            finished, goes on with the MIP, keeping the better of the two lower and upper bounds (where the formulations
-            race and that share is reached, the search runs in the backward racer, see
-            ``formulation``); False skips it.
+            finished, goes on with the MIP, keeping the better of the two lower and upper
+            bounds (where the formulations race and that share is reached, the search runs in
+            the backward racer, see ``formulation``); False skips it.
         formulation: how the MIP differentiates the network: ``"backward"`` (the paper's
             chain rule, then the dual norm of the gradient) or ``"forward"`` (the directional
             derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
