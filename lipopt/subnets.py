@@ -16,8 +16,16 @@ unit box it was 50–63% of the CROWN bound at the second hidden layer.
 Each ``L_ki`` is the forward model of the sub-network with ``c = e_i``: a smaller MIP, solved
 with a time limit. Its *proven* bound is used (never the incumbent), widened by
 :data:`WIDEN`, so a stop at the time limit only leaves a looser bound, never an unsound one;
-without a proven bound the neuron keeps CROWN's. Layer by layer: the sub-MIPs of layer ``k``
-use the tightened bounds of the layers before it, and CROWN bounds layer ``k + 1`` from them.
+without a proven bound the neuron keeps CROWN's. Where the sub-network has one hidden layer
+(``k = 1``) and the domain is a box, the linear-region search (:mod:`lipopt.regions`) tries
+first, within :data:`SEARCH_NODES` nodes and the neuron's share of the time: its regions are
+those of one hyperplane arrangement, and a finished search gives ``L_ki`` exactly, over the
+full-dimensional regions. That can be below the sub-MIP's maximum, which may also pick gates
+that only meet on a boundary between regions; it still bounds the tangent at every interior
+point of a region, and the constant is attained at such points, so the forward model keeps the
+constant and its proven bounds stay sound. Layer by
+layer: the sub-MIPs of layer ``k`` use the tightened bounds of the layers before it, and CROWN
+bounds layer ``k + 1`` from them.
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState, bounds_from_pre_activations
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
-from lipopt.domain import Domain
+from lipopt.domain import Box, Domain, LinfBall
 from lipopt.formulation.build import Formulation, build
 from lipopt.network import Affine, Network, ReLU
 from lipopt.norms import InputNorm
+from lipopt.regions import RegionOptions, search_regions
 from lipopt.solvers import SolveOptions
 from lipopt.solvers.base import Solver
 
@@ -43,6 +52,10 @@ FloatArray = NDArray[np.float64]
 TIME_BUDGET = 30.0
 #: relative gap at which a sub-MIP stops: its bound is then within 0.1% of L_ki
 SUB_GAP = 1e-3
+#: node limit of a sub-network's region search (one hidden layer, box domains)
+SEARCH_NODES = 2000
+#: a sub-network's region search gives up when it projects more nodes than this
+SEARCH_PROJECTED_LIMIT = 50_000
 #: relative outward widening of a sub-MIP's proven bound (the solver's own tolerances)
 WIDEN = 1e-6
 
@@ -76,11 +89,15 @@ def subnet_tangent_bounds(
     """The tangent bounds of :func:`~lipopt.bounds.tangent.tangent_bounds`, with every live
     neuron of hidden layers ``1 ..`` also bounded by ``±L_ki`` (widest CROWN range first, an
     equal share of the budget left each). ``adapter``: a solver adapter for the sub-MIPs.
-    Stats: ``sub_mips``, ``tightened`` (neurons whose range shrank), ``seconds``."""
+    Stats: ``sub_mips``, ``searches`` (region searches tried), ``searched`` (of them finished,
+    so no sub-MIP), ``tightened`` (neurons whose range shrank), ``seconds``."""
     input_norm = InputNorm.parse(norm)
     start = time.perf_counter()
     deadline = start + time_budget
-    stats = {"sub_mips": 0.0, "tightened": 0.0, "seconds": 0.0}
+    stats = {"sub_mips": 0.0, "searches": 0.0, "searched": 0.0, "tightened": 0.0, "seconds": 0.0}
+    box = domain if isinstance(domain, Box) else None
+    if isinstance(domain, LinfBall):
+        box = domain.as_box()  # the same set
 
     def refine(
         k: int,
@@ -104,16 +121,36 @@ def subnet_tangent_bounds(
             prefix_bounds = bounds_from_pre_activations(
                 prefix, list(bounds.pre_lower[:k]), list(bounds.pre_upper[:k]), c
             )
-            lip = build(
-                prefix, domain, c, input_norm, prefix_bounds,
-                formulation=Formulation.FORWARD, tangent=prefix_tangent,
-            )  # fmt: skip
             share = remaining / (len(order) - position)
-            result = adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
-            stats["sub_mips"] += 1
-            if result.bound is None or not np.isfinite(result.bound):
-                continue
-            bound = float(result.bound)
+            bound = None
+            if box is not None and k == 1 and SEARCH_NODES > 0:
+                options = RegionOptions(
+                    node_limit=SEARCH_NODES,
+                    time_limit=share,
+                    projected_limit=SEARCH_PROJECTED_LIMIT,
+                )
+                found = search_regions(
+                    prefix, box.lower, box.upper, c, input_norm, prefix_bounds, options
+                )
+                stats["searches"] += 1
+                if found.complete and np.isfinite(found.upper):
+                    stats["searched"] += 1
+                    bound = float(found.upper)
+                else:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    share = remaining / (len(order) - position)
+            if bound is None:
+                lip = build(
+                    prefix, domain, c, input_norm, prefix_bounds,
+                    formulation=Formulation.FORWARD, tangent=prefix_tangent,
+                )  # fmt: skip
+                result = adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
+                stats["sub_mips"] += 1
+                if result.bound is None or not np.isfinite(result.bound):
+                    continue
+                bound = float(result.bound)
             bound += WIDEN * max(1.0, abs(bound))
             if bound < hi[i] or -bound > lo[i]:
                 stats["tightened"] += 1
@@ -125,13 +162,16 @@ def subnet_tangent_bounds(
     stats["seconds"] = time.perf_counter() - start
     if say is not None:
         say(
-            f"tangent bounds: {int(stats['sub_mips'])} sub-network MIPs tightened "
+            f"tangent bounds: {int(stats['searched'])} sub-network region searches and "
+            f"{int(stats['sub_mips'])} sub-network MIPs tightened "
             f"{int(stats['tightened'])} neurons in {stats['seconds']:.1f} s"
         )
     return tangent, stats
 
 
 __all__ = [
+    "SEARCH_NODES",
+    "SEARCH_PROJECTED_LIMIT",
     "SUB_GAP",
     "TIME_BUDGET",
     "WIDEN",

@@ -1,18 +1,19 @@
 """Tangent bounds from sub-network Lipschitz constants (lipopt.subnets): sound, never looser than
-CROWN's, equal to the sub-network's constant, and the forward model stays exact with them."""
+CROWN's, equal to the sub-network's constant (by sub-MIP or by region search), and the forward
+model stays exact with them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lipopt import Box, L1Ball, LinfBall, lipschitz
+from lipopt import Box, L1Ball, LinfBall, lipschitz, subnets
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NeuronState
 from lipopt.bounds.tangent import direction_ball, tangent_bounds
 from lipopt.norms import InputNorm
 from lipopt.solvers import get
-from lipopt.subnets import SUB_GAP, prefix_network, subnet_tangent_bounds
+from lipopt.subnets import SUB_GAP, WIDEN, prefix_network, subnet_tangent_bounds
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
@@ -47,7 +48,7 @@ def test_tightened_tangents_are_sound_and_never_looser_than_crown(index):
     net, domain, norm, bounds, rng = _case(index)
     crown = tangent_bounds(net, bounds.states, norm)
     tight, stats = subnet_tangent_bounds(net, domain, bounds, norm, get("highs"))
-    assert stats["sub_mips"] > 0
+    assert stats["sub_mips"] + stats["searched"] > 0
     for k in range(len(net.hidden_widths)):
         assert np.all(tight.lower[k] >= crown.lower[k]) and np.all(tight.upper[k] <= crown.upper[k])
     xs = domain.sample(400, rng)
@@ -60,23 +61,39 @@ def test_tightened_tangents_are_sound_and_never_looser_than_crown(index):
         assert np.all(tangents >= tight.lower[k][None, :, None] - 1e-9)
 
 
-@pytest.mark.parametrize("index", [0, 1])
-def test_a_tightened_tangent_bound_is_the_sub_networks_constant(index):
+@pytest.mark.parametrize("search", [True, False])
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_a_tightened_tangent_bound_is_the_sub_networks_constant(monkeypatch, index, search):
     """Below the first hidden layer each live neuron's bound is ±L_ki, the constant of
-    x -> z_k[i](x) (brute force), within the sub-MIPs' gap; CROWN's bound is looser there. (An
-    inactive neuron's tangent is switched off, so its bound is left as it was.)"""
+    x -> z_k[i](x) (brute force): within the sub-MIPs' gap, or, where the one-hidden-layer
+    sub-network's region search finished, within the widening alone. CROWN's bound is looser
+    there. (An inactive neuron's tangent is switched off, so its bound is left as it was.)"""
+    if not search:
+        monkeypatch.setattr(subnets, "SEARCH_NODES", 0)
     net, domain, norm, bounds, _ = _case(index)
     crown = tangent_bounds(net, bounds.states, norm)
-    tight, _ = subnet_tangent_bounds(net, domain, bounds, norm, get("highs"))
+    tight, stats = subnet_tangent_bounds(net, domain, bounds, norm, get("highs"))
+    live = np.flatnonzero(bounds.states[1] != NeuronState.INACTIVE)
+    # these sub-networks are small: every search finishes and no layer-1 neuron needs a MIP
+    assert stats["searched"] == (len(live) if search else 0)
+    tolerance = 2 * WIDEN if search else 2 * SUB_GAP
     prefix = prefix_network(net, 1)
     looser = 0
-    for i in np.flatnonzero(bounds.states[1] != NeuronState.INACTIVE):
+    for i in live:
         c = np.eye(prefix.output_dim)[i]
         truth = brute_force_lipschitz(*from_lipopt(prefix, domain), c, norm).value
-        assert truth * (1 - 1e-9) <= tight.upper[1][i] <= truth * (1 + 2 * SUB_GAP) + 1e-9
+        assert truth * (1 - 1e-9) <= tight.upper[1][i] <= truth * (1 + tolerance) + 1e-9
         assert tight.lower[1][i] == pytest.approx(-tight.upper[1][i])
         looser += crown.upper[1][i] > tight.upper[1][i] * (1 + 1e-6)
     assert looser > 0  # the lever buys something on this network
+
+
+def test_an_l1_ball_domain_is_never_searched_as_a_box():
+    # the search runs on boxes; the box around an l1 ball is larger, and the ball's stable
+    # neurons need not be stable on it
+    net, domain, norm, bounds, _ = _case(3)
+    _, stats = subnet_tangent_bounds(net, domain, bounds, norm, get("highs"))
+    assert stats["searches"] == 0 and stats["sub_mips"] > 0
 
 
 @pytest.mark.parametrize("budget", [1e-6, 0.05])
@@ -87,7 +104,7 @@ def test_a_spent_budget_keeps_crowns_bounds_where_nothing_was_proven(budget):
     for k in range(len(net.hidden_widths)):
         assert np.all(tight.upper[k] <= crown.upper[k]) and np.all(tight.lower[k] >= crown.lower[k])
     if budget < 1e-3:
-        assert stats["sub_mips"] == 0
+        assert stats["sub_mips"] == 0 and stats["searches"] == 0
         assert all(np.array_equal(a, b) for a, b in zip(tight.upper, crown.upper))
 
 
