@@ -212,7 +212,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_switch(
         perf,
         "subnet-bounds",
-        on="bound the forward model's tangents by sub-network MIPs, also on a split's parts",
+        on="bound the forward model's tangents by sub-network constants (small MIPs or region "
+        "searches), also on a split's parts",
         off="keep the propagated tangent bounds (default: for the forward model, a small MIP "
         "per neuron below the first hidden layer, at most 30 s and a tenth of the time limit)",
     )

@@ -377,7 +377,8 @@ def lipschitz(
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
             everything in this process.
         subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
-            sub-networks up to each neuron, each a small MIP (:mod:`lipopt.subnets`), within
+            sub-networks up to each neuron, each a small MIP or, for a sub-network of one
+            hidden layer on a box, a region search (:mod:`lipopt.subnets`), within
             :func:`~lipopt.subnets.budget_for` seconds. ``"auto"`` (the default): for the forward
             formulation in exact mode, except on the parts of a domain split.
     """
