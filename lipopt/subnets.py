@@ -23,9 +23,8 @@ those of one hyperplane arrangement, and a finished search gives ``L_ki`` exactl
 full-dimensional regions. That can be below the sub-MIP's maximum, which may also pick gates
 that only meet on a boundary between regions; it still bounds the tangent at every interior
 point of a region, and the constant is attained at such points, so the forward model keeps the
-constant and its proven bounds stay sound. Layer by
-layer: the sub-MIPs of layer ``k`` use the tightened bounds of the layers before it, and CROWN
-bounds layer ``k + 1`` from them.
+constant and its proven bounds stay sound. Layer by layer: the sub-MIPs of layer ``k`` use the
+tightened bounds of the layers before it, and CROWN bounds layer ``k + 1`` from them.
 """
 
 from __future__ import annotations
@@ -129,11 +128,14 @@ def subnet_tangent_bounds(
                     time_limit=share,
                     projected_limit=SEARCH_PROJECTED_LIMIT,
                 )
-                found = search_regions(
-                    prefix, box.lower, box.upper, c, input_norm, prefix_bounds, options
-                )
+                try:
+                    found = search_regions(
+                        prefix, box.lower, box.upper, c, input_norm, prefix_bounds, options
+                    )
+                except RuntimeError:  # an LP it could not decide: the sub-MIP answers instead
+                    found = None
                 stats["searches"] += 1
-                if found.complete and np.isfinite(found.upper):
+                if found is not None and found.complete and np.isfinite(found.upper):
                     stats["searched"] += 1
                     bound = float(found.upper)
                 else:

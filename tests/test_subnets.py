@@ -88,6 +88,22 @@ def test_a_tightened_tangent_bound_is_the_sub_networks_constant(monkeypatch, ind
     assert looser > 0  # the lever buys something on this network
 
 
+def test_a_search_that_cannot_decide_an_lp_hands_the_neuron_to_its_sub_mip(monkeypatch):
+    def undecided(*args, **kwargs):
+        raise RuntimeError("HiGHS could not decide the feasibility LP")
+
+    monkeypatch.setattr(subnets, "search_regions", undecided)
+    net, domain, norm, bounds, _ = _case(2)  # two hidden layers: every sub-network is searched
+    tight, stats = subnet_tangent_bounds(net, domain, bounds, norm, get("highs"))
+    live = np.flatnonzero(bounds.states[1] != NeuronState.INACTIVE)
+    assert stats["searches"] == stats["sub_mips"] == len(live) and stats["searched"] == 0
+    prefix = prefix_network(net, 1)
+    for i in live:
+        c = np.eye(prefix.output_dim)[i]
+        truth = brute_force_lipschitz(*from_lipopt(prefix, domain), c, norm).value
+        assert truth * (1 - 1e-9) <= tight.upper[1][i] <= truth * (1 + 2 * SUB_GAP) + 1e-9
+
+
 def test_an_l1_ball_domain_is_never_searched_as_a_box():
     # the search runs on boxes; the box around an l1 ball is larger, and the ball's stable
     # neurons need not be stable on it
