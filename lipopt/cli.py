@@ -217,6 +217,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         off="keep the propagated tangent bounds (default: for the forward model, a small MIP "
         "per neuron below the first hidden layer, at most 30 s and a tenth of the time limit)",
     )
+    _add_switch(
+        perf,
+        "attack",
+        on="start every MIP from a gradient attack's attained value (about 0.7 s): the solver "
+        "must beat it, which prunes from the start (exact mode, fixed c)",
+        off="no attack (default: only in the two racers of --formulation auto)",
+    )
     perf.add_argument(
         "--workers",
         type=int,
@@ -504,6 +511,7 @@ def run_solve(args: argparse.Namespace) -> int:
         formulation=args.formulation,
         workers=args.workers,
         subnet_bounds=args.subnet_bounds,
+        attack=args.attack,
     )
     if args.json:
         out = result.to_dict()

@@ -25,6 +25,7 @@ from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.formulation.build import Formulation
 from lipopt.formulation.objective import set_candidate
+from lipopt.formulation.terms import is_constant
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.progress import heartbeat, silent
@@ -292,6 +293,32 @@ def _best_witness(
     return best
 
 
+#: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
+#: speed benchmark's networks; there it attained 76-98% of the constant on the hard unit boxes)
+ATTACK_RESTARTS = 64
+ATTACK_STEPS = 400
+
+
+def _attack_witness(
+    network: Network, domain: Domain, seed: Seed, norm: InputNorm, random_seed: int
+) -> _Witness | None:
+    """The gradient attack's best point, verified as any other witness (its region checked to
+    be full-dimensional, the value recomputed at a differentiable point)."""
+    from lipopt.estimators.attack import gradient_attack
+
+    rng = np.random.default_rng(random_seed)
+    c = np.asarray(seed, dtype=np.float64)
+    point, _ = gradient_attack(
+        network, domain, c, norm, restarts=ATTACK_RESTARTS, steps=ATTACK_STEPS, rng=rng
+    )
+    return _best_witness(network, domain, seed, norm, [point], rng, fallback=False)
+
+
+def _below(value: float) -> float:
+    """A cutoff just below an attained value: the solver's tolerances cannot cut it off."""
+    return value - 1e-6 * max(1.0, abs(value))
+
+
 def lipschitz(
     network: Network,
     domain: Domain,
@@ -315,6 +342,7 @@ def lipschitz(
     formulation: Formulation | str = "auto",
     workers: int | None = None,
     subnet_bounds: bool | str = "auto",
+    attack: bool | str = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -381,6 +409,15 @@ def lipschitz(
             hidden layer on a box, a region search (:mod:`lipopt.subnets`), within
             :func:`~lipopt.subnets.budget_for` seconds. ``"auto"`` (the default): for the forward
             formulation in exact mode, except on the parts of a domain split.
+        attack: before the MIP, a gradient attack
+            (:func:`~lipopt.estimators.attack.gradient_attack`, :data:`ATTACK_RESTARTS` searches
+            of :data:`ATTACK_STEPS` moves) finds a point whose gradient norm ``L`` is attained;
+            the MIP then requires ``objective >= L`` (less 1e-6 relative), so the solver prunes
+            every branch that cannot beat it, and an infeasible verdict proves the constant is
+            ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
+            and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
+            default): in the two racers of ``formulation="auto"``, where the problem has
+            proved hard; True: before every MIP; False: never.
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -412,10 +449,16 @@ def lipschitz(
         decompose = False  # the forward model has no selection binaries to remove
     if subnet_bounds not in ("auto", True, False):
         raise LipschitzError(f"subnet_bounds must be True, False or 'auto', got {subnet_bounds!r}")
+    if attack not in ("auto", True, False):
+        raise LipschitzError(f"attack must be True, False or 'auto', got {attack!r}")
+    if attack is True and (solve_mode is not Mode.EXACT or isinstance(seed, OutputNorm)):
+        raise LipschitzError(
+            "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
+        )
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
-        workers=workers, subnet_bounds=subnet_bounds,
+        workers=workers, subnet_bounds=subnet_bounds, attack=attack,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -485,7 +528,14 @@ def lipschitz(
         formulation=form, tangent=tangent,
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
-    if time_limit is not None:  # the bounds and the build came out of the time limit
+    start_witness = None
+    if attack is True:
+        start = time.perf_counter()
+        start_witness = _attack_witness(network, domain, seed, input_norm, random_seed)
+        timings["attack"] = time.perf_counter() - start
+        if start_witness is not None:
+            say(f"attack: {start_witness.norm_value:.6g} attained; the MIP must beat it")
+    if time_limit is not None:  # the bounds, the build and the attack came out of the limit
         spent = time.perf_counter() - call_start
         time_limit = max(time_limit - spent, MIN_SOLVE_SHARE * time_limit)
     limit = f" (time limit {time_limit:g} s)" if time_limit else ""
@@ -506,12 +556,21 @@ def lipschitz(
         return _decomposed(
             network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
             max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
+            start_witness,
         )  # fmt: skip
     start = time.perf_counter()
-    solved = _solve_refined(
-        network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
-        max_refinements, relax, say,
-    )  # fmt: skip
+    cutoff = None
+    if start_witness is not None and not is_constant(lip.model.objective.expr):
+        cutoff = _below(start_witness.norm_value)
+        lip.model.cutoff = pe.Constraint(expr=lip.model.objective.expr >= cutoff)
+    try:
+        solved = _solve_refined(
+            network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
+            max_refinements, relax, say, cutoff,
+        )  # fmt: skip
+    finally:
+        if cutoff is not None:  # the returned model is the plain problem
+            lip.model.del_component("cutoff")
     first, result = solved.first, solved.last
     if solved.upper is None:
         raise NoBoundError(
@@ -522,6 +581,11 @@ def lipschitz(
     refinements, nodes = solved.refinements, solved.nodes
     witness = solved.witness
     certified_value = None if witness is None else witness.norm_value
+    if start_witness is not None and (
+        witness is None or start_witness.norm_value > witness.norm_value
+    ):
+        witness = start_witness  # the MIP found nothing better than the attack's point
+        certified_value = witness.norm_value if witness.certified_pattern else None
     if witness is None:
         rng = np.random.default_rng(random_seed)
         witness = _best_witness(network, domain, seed, input_norm, solved.points, rng)
@@ -532,6 +596,9 @@ def lipschitz(
     if lower is not None and lower > upper:
         upper = lower  # solver tolerance: the attained value is a fact, the bound is not exact
     status = _status(result.termination, solve_mode, gap, result)
+    if solved.cut_off:  # nothing reaches the cutoff: upper is the cutoff, below the attained
+        closed = lower is not None and upper - lower <= 1e-6 * max(1.0, abs(upper))
+        status = "optimal" if closed else "gap_limit"  # (closed, unless the cutoff was above)
     exact_certified = bool(
         witness is not None
         and witness.certified_pattern
@@ -653,9 +720,11 @@ def _probe_then_race(
         solver = _race_solver(arguments["solver"], form)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
+        # "auto": the racers start from the attack's value (the problem has proved hard)
+        attack = True if arguments["attack"] == "auto" else arguments["attack"]
         entries[f"{form.value} ({solver})"] = dict(
             arguments, norm=norm, c=seed, regions=search, split=False, time_limit=remaining,
-            formulation=form, solver=solver,
+            formulation=form, solver=solver, attack=attack,
         )  # fmt: skip
     names = " and the ".join(entries)
     say(
@@ -1010,6 +1079,7 @@ def _decomposed(
     rng: np.random.Generator,
     say: Callable[[str], None],
     workers: int | None = None,
+    start_witness: _Witness | None = None,
 ) -> LipschitzResult:
     """``max_x ||g(x)||_∞ = max_{(j, ±)} max_x ±g_j(x)``: one MIP per candidate ``±g_j``.
 
@@ -1023,12 +1093,13 @@ def _decomposed(
     side on forked copies of the model, each with the cutoff known when it starts; answers are
     taken as they finish, so where several points attain the best value the witness returned
     may differ from run to run (the value does not), and ``model`` is the parent's copy
-    (without the candidates' objectives, cutoffs or no-good cuts).
+    (without the candidates' objectives, cutoffs or no-good cuts). ``start_witness``: a verified
+    point found before (the attack's), the first best.
     """
     start = time.perf_counter()
     candidates = lip.candidates
     known = max(c.lower for c in candidates)  # ||g||_∞ >= known at every point
-    best: _Witness | None = None
+    best: _Witness | None = start_witness
     parts: list[float] = []
     statuses: list[str] = []
     refinements = nodes = solved_count = cut_count = 0
@@ -1069,9 +1140,7 @@ def _decomposed(
                     parts.append(cand.upper)
                     statuses.append(Termination.TIME_LIMIT.value)
                     continue
-                cutoff = None
-                if best is not None:
-                    cutoff = best.norm_value - 1e-6 * max(1.0, abs(best.norm_value))
+                cutoff = None if best is None else _below(best.norm_value)
                 sign = "+" if cand.sign > 0 else "-"
                 say(
                     f"candidate {n + 1}/{len(candidates)}: max {sign}g[{cand.index}] "

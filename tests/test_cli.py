@@ -319,3 +319,21 @@ def test_cli_subnet_bounds_switch(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main([*base, "--subnet-bounds", "--no-subnet-bounds"])
     assert info.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
+def test_cli_attack_switch(tmp_path, capsys):
+    net = random_network(np.random.default_rng(7), [3, 8, 8, 2])
+    path = str(save_onnx(net, tmp_path / "net.onnx"))
+    base = ["solve", path, "--box", "0,1", "--c", "1,-1", "--json", "--no-regions", "--no-split"]
+    values = {}
+    for switch in ("--attack", "--no-attack"):
+        code, out, err = _run(capsys, *base, "--formulation", "backward", switch)
+        assert code == 0
+        assert ("attack: " in err) == (switch == "--attack")
+        values[switch] = json.loads(out)["value"]
+    assert values["--attack"] == pytest.approx(values["--no-attack"], rel=1e-6)
+    code, out, err = _run(capsys, *base, "--attack", "--mode", "lp")
+    assert code != 0 and "needs mode 'exact'" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as info:
+        main([*base, "--attack", "--no-attack"])
+    assert info.value.code == 2 and "not allowed with" in capsys.readouterr().err
