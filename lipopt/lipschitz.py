@@ -24,8 +24,7 @@ from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.formulation.build import Formulation
-from lipopt.formulation.objective import set_candidate
-from lipopt.formulation.terms import is_constant
+from lipopt.formulation.objective import set_candidate, set_cutoff
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.progress import heartbeat, silent
@@ -559,18 +558,15 @@ def lipschitz(
             start_witness,
         )  # fmt: skip
     start = time.perf_counter()
-    cutoff = None
-    if start_witness is not None and not is_constant(lip.model.objective.expr):
-        cutoff = _below(start_witness.norm_value)
-        lip.model.cutoff = pe.Constraint(expr=lip.model.objective.expr >= cutoff)
+    cutoff = None if start_witness is None else _below(start_witness.norm_value)
+    set_cutoff(lip.model, cutoff)
     try:
         solved = _solve_refined(
             network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
             max_refinements, relax, say, cutoff,
         )  # fmt: skip
     finally:
-        if cutoff is not None:  # the returned model is the plain problem
-            lip.model.del_component("cutoff")
+        set_cutoff(lip.model, None)  # the returned model is the plain problem
     first, result = solved.first, solved.last
     if solved.upper is None:
         raise NoBoundError(

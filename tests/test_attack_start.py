@@ -150,3 +150,25 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
     except lipschitz_module.SolverError:
         pass
     assert len(seen) == 2 and all(kw["attack"] is False for kw in seen.values())
+
+
+@pytest.mark.parametrize("formulation", ["backward", "forward"])
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_attack_start_with_a_constant_gradient(norm, formulation):
+    """No hidden layer, or every neuron stable on a tiny ball: the gradient is one vector, the
+    objective a number with nothing to cut off; the answer is its dual norm."""
+    rng = np.random.default_rng(0)
+    linear = random_network(rng, [3, 2])
+    stable = random_network(rng, [3, 5, 1])
+    cases = [
+        (linear, Box(np.zeros(3), np.ones(3)), np.array([1.0, -1.0])),
+        (stable, lipschitz_module.LinfBall(np.full(3, 0.5), 1e-6), np.ones(1)),
+    ]
+    for net, domain, c in cases:
+        truth = dual_norm(net.gradients(domain.sample(1, rng), c)[0], norm)
+        res = lipschitz(
+            net, domain, norm, c=c, attack=True, formulation=formulation, regions=False,
+            split=False,
+        )  # fmt: skip
+        assert res.status == "optimal" and res.exact_certified
+        assert res.value == pytest.approx(truth, rel=1e-9)

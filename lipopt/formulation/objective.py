@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pe
+from pyomo.core.expr.numvalue import is_fixed
 
 from lipopt.formulation.terms import Term, is_constant
 from lipopt.norms import InputNorm, OutputNorm
@@ -213,9 +214,16 @@ def set_candidate(
 ) -> None:
     """Maximise ``sign · g_j`` of ``candidate``; with ``cutoff``, also require it ``>= cutoff``
     (then an infeasible model proves ``max sign · g_j < cutoff``)."""
-    expr = candidate.expression(gradient)
-    model.objective.set_value(expr)
+    model.objective.set_value(candidate.expression(gradient))
+    set_cutoff(model, cutoff)
+
+
+def set_cutoff(model: pe.ConcreteModel, cutoff: float | None) -> None:
+    """Require ``model.objective >= cutoff`` as the constraint ``model.cutoff``, replacing any
+    earlier one (None: no cutoff). An objective without free variables gets no constraint: the
+    solver then returns its value, a number the caller compares with the cutoff itself."""
     if model.component("cutoff") is not None:
         model.del_component("cutoff")
-    if cutoff is not None and not is_constant(expr):
+    expr = model.objective.expr
+    if cutoff is not None and not is_fixed(expr):
         model.cutoff = pe.Constraint(expr=expr >= cutoff)
