@@ -225,6 +225,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         off="no attack (default: only in the two racers of --formulation auto)",
     )
     perf.add_argument(
+        "--sign-split",
+        action="store_true",
+        help="split the backward model's search on the sign of one gradient entry (--norm "
+        "linf): two halves solved side by side; off by default (it pays for the backward "
+        "model alone, e.g. with --formulation backward, not inside the race)",
+    )
+    perf.add_argument(
         "--workers",
         type=int,
         metavar="N",
@@ -512,6 +519,7 @@ def run_solve(args: argparse.Namespace) -> int:
         workers=args.workers,
         subnet_bounds=args.subnet_bounds,
         attack=args.attack,
+        sign_split=args.sign_split,
     )
     if args.json:
         out = result.to_dict()

@@ -342,6 +342,7 @@ def lipschitz(
     workers: int | None = None,
     subnet_bounds: bool | str = "auto",
     attack: bool | str = "auto",
+    sign_split: bool = False,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -417,6 +418,13 @@ def lipschitz(
             and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
             default): in the two racers of ``formulation="auto"``, where the problem has
             proved hard; True: before every MIP; False: never.
+        sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
+            halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
+            (its sign binary fixed each way), solved side by side on ``workers`` processes
+            under the cutoff of the best attained value (:func:`_sign_split`); the constant is
+            the larger of the halves' maxima. With ``formulation="auto"`` the backward racer
+            splits (three processes then share the cores). Off by default: it paid for the
+            backward model alone on two cores, not inside the race (docs/performance.md).
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -454,10 +462,20 @@ def lipschitz(
         raise LipschitzError(
             "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
         )
+    if sign_split not in (True, False):
+        raise LipschitzError(f"sign_split must be True or False, got {sign_split!r}")
+    if sign_split is True and (
+        solve_mode is not Mode.EXACT
+        or input_norm is not InputNorm.LINF
+        or form is Formulation.FORWARD
+    ):
+        raise LipschitzError(
+            "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
+        )
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
-        workers=workers, subnet_bounds=subnet_bounds, attack=attack,
+        workers=workers, subnet_bounds=subnet_bounds, attack=attack, sign_split=sign_split,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -556,6 +574,13 @@ def lipschitz(
             network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
             max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
             start_witness,
+        )  # fmt: skip
+    entry = sign_split_entry(lip, net_bounds) if sign_split is True and not relax else None
+    if entry is not None:
+        return _sign_split(
+            network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
+            max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
+            start_witness, entry,
         )  # fmt: skip
     start = time.perf_counter()
     cutoff = None if start_witness is None else _below(start_witness.norm_value)
@@ -721,6 +746,7 @@ def _probe_then_race(
         entries[f"{form.value} ({solver})"] = dict(
             arguments, norm=norm, c=seed, regions=search, split=False, time_limit=remaining,
             formulation=form, solver=solver, attack=attack,
+            sign_split=arguments["sign_split"] and form is Formulation.BACKWARD,
         )  # fmt: skip
     names = " and the ".join(entries)
     say(
@@ -758,6 +784,19 @@ def _probe_then_race(
         message=f"{merged.message}; {note}" if merged.message else note,
         model=None,
     )
+
+
+def sign_split_entry(lip: LipschitzModel, net_bounds: NetworkBounds) -> int | None:
+    """The gradient entry whose sign splits the search: of the entries with a sign binary
+    (their sign open on the domain), the one of widest range ``u_j - l_j``; None if none."""
+    signs = lip.model.component("g_sign")
+    if signs is None:
+        return None
+    entries = [j for j in signs if not signs[j].fixed]
+    if not entries:
+        return None
+    width = net_bounds.input_grad_upper - net_bounds.input_grad_lower
+    return max(entries, key=lambda j: (float(width[j]), -j))
 
 
 def _region_options(
@@ -1220,6 +1259,165 @@ def _decomposed(
         message=message,
         model=lip,
     )
+
+
+def _sign_split(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    lip: LipschitzModel,
+    net_bounds: NetworkBounds,
+    adapter: Any,
+    options: SolveOptions,
+    deadline: float | None,
+    max_refinements: int,
+    gap: float | None,
+    timings: dict[str, float],
+    rng: np.random.Generator,
+    say: Callable[[str], None],
+    workers: int | None,
+    start_witness: _Witness | None,
+    entry: int,
+) -> LipschitzResult:
+    """``max_x ||g(x)||_1 = max(max_{x: g_j(x) >= 0} ||g(x)||_1, max_{x: g_j(x) <= 0} ||g(x)||_1)``:
+    the model with the sign binary ``σ_j`` of ``entry`` fixed to 1, then to 0 (``|g_j| = g_j``,
+    resp. ``-g_j``, and the other sign infeasible), two MIPs whose union covers the domain.
+
+    Both run under the cutoff ``objective >= L`` (less 1e-6 relative) of the best attained
+    value ``L``: ``start_witness`` (the attack's) or, without one, the best of a few sampled
+    points, so a half that cannot beat ``L`` answers "infeasible" and is bounded by the cutoff.
+    With ``workers`` (:func:`~lipopt.workers.worker_count`) above 1 the halves run side by side
+    on forked copies of the model; in one process the second half takes the cutoff of what the
+    first attained. The upper bound is the larger of the halves' proven bounds (a half without
+    one keeps the sum of the ``|g_k|`` bounds); the witness is the best point attained.
+    """
+    start = time.perf_counter()
+    best = start_witness
+    if best is None:  # random points are differentiable with probability one: values attained
+        best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
+    low, high = net_bounds.input_grad_lower, net_bounds.input_grad_upper
+    static = float(np.sum(np.maximum(np.abs(low), np.abs(high))))  # >= ||g||_1 everywhere
+    sign = lip.model.g_sign[entry]
+    count = worker_count(adapter.name, workers, 2)
+
+    def solve_half(task: tuple[float, float | None, float | None]) -> _Solved:
+        value, cutoff, remaining = task
+        sign.fix(value)
+        set_cutoff(lip.model, cutoff)
+        try:
+            solved = _solve_refined(
+                network, domain, seed, norm, lip, net_bounds, adapter,
+                _candidate_options(options, adapter.name, remaining, cutoff), deadline,
+                max_refinements, False, say if count == 1 else silent, cutoff,
+            )  # fmt: skip
+        finally:
+            sign.unfix()
+            set_cutoff(lip.model, None)
+        if count == 1:
+            return solved
+        # what crosses the pipe: no Pyomo solution maps (they name this process's variables)
+        return replace(
+            solved, first=replace(solved.first, values=None), last=replace(solved.last, values=None)
+        )
+
+    say(
+        f"splitting the search on the sign of g[{entry}]"
+        + (f": two halves on {count} processes" if count > 1 else "")
+    )
+    runner: Any = ForkedWorkers(count, solve_half) if count > 1 else InProcess(solve_half)
+    halves = [1.0, 0.0]
+    parts: list[float] = []
+    statuses: list[str] = []
+    refinements = nodes = cut_count = 0
+    solve_seconds = 0.0
+    solver_name = ""
+    try:
+        while True:
+            while runner.idle() and halves:
+                value = halves.pop(0)
+                remaining = None if deadline is None else deadline - time.perf_counter()
+                if remaining is not None and remaining <= 0:
+                    parts.append(static)
+                    statuses.append(Termination.TIME_LIMIT.value)
+                    continue
+                cutoff = None if best is None else _below(best.norm_value)
+                say(f"half g[{entry}] {'>=' if value else '<='} 0 (best {_attained(best)})")
+                runner.submit((value, cutoff, remaining), value)
+            if not runner.busy():
+                break
+            wait_for = None if deadline is None else deadline - time.perf_counter() + GRACE
+            answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
+            if answer is None:  # a worker stuck past the time limit: its half stays open
+                parts.extend(static for _ in runner.pending())
+                statuses.extend(Termination.TIME_LIMIT.value for _ in runner.pending())
+                break
+            _, solved = answer
+            solver_name = solved.first.solver or solver_name
+            refinements += solved.refinements
+            nodes += solved.nodes
+            solve_seconds += solved.solve_seconds
+            if solved.cut_off and solved.upper is not None:
+                cut_count += 1
+                parts.append(solved.upper)
+                statuses.append("optimal")
+                continue
+            if solved.first.termination is Termination.INFEASIBLE:  # no cutoff (no point found)
+                raise SolverError("the solver called a half of the sign split infeasible")
+            parts.append(static if solved.upper is None else min(static, solved.upper))
+            statuses.append(_status(solved.last.termination, Mode.EXACT, gap, solved.last))
+            found = solved.witness
+            if found is None and solved.points:
+                found = _best_witness(
+                    network, domain, seed, norm, solved.points, rng, fallback=False
+                )
+            if found is not None and (best is None or found.norm_value > best.norm_value):
+                best = found
+    finally:
+        runner.close()
+    if count > 1:
+        # the workers' solver seconds add up to more than the wall time they took
+        solve_seconds = min(solve_seconds, time.perf_counter() - start)
+    timings["solve"] = solve_seconds
+    timings["verify"] = time.perf_counter() - start - solve_seconds
+
+    lower = best.norm_value if best is not None else None
+    upper = max(parts + ([] if lower is None else [lower]))
+    status = "optimal"
+    for worse in ("gap_limit", Termination.INTERRUPTED.value, Termination.TIME_LIMIT.value):
+        if worse in statuses:
+            status = worse
+    exact_certified = bool(
+        best is not None
+        and best.certified_pattern
+        and status == "optimal"
+        and abs(upper - best.norm_value) <= 1e-6 * max(1.0, abs(upper))
+    )
+    stats = _stats(lip)
+    stats.update(sign_split_entry=entry, halves_cut_off=cut_count)
+    return LipschitzResult(
+        value=upper,
+        lower=lower,
+        upper=upper,
+        status=status,
+        witness=None if best is None else best.point,
+        exact_certified=exact_certified,
+        model_stats=stats,
+        timings=timings,
+        solver=solver_name or "none",
+        norm=norm.value,
+        c=None if isinstance(seed, OutputNorm) else np.asarray(seed),
+        output_norm=seed.value if isinstance(seed, OutputNorm) else None,
+        nodes=nodes if nodes > 0 else None,
+        refinements=refinements,
+        message=_message(refinements, status, exact_certified),
+        model=lip,
+    )
+
+
+def _attained(witness: _Witness | None) -> str:
+    """The value a witness attains, for a progress message."""
+    return "none" if witness is None else f"{witness.norm_value:.6g}"
 
 
 def _split_lipschitz(

@@ -337,3 +337,20 @@ def test_cli_attack_switch(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main([*base, "--attack", "--no-attack"])
     assert info.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
+def test_cli_sign_split(tmp_path, capsys):
+    """--sign-split splits the backward model's search (progress names the entry) without
+    changing the value; with the l1 norm it is a clear error."""
+    net = random_network(np.random.default_rng(7), [3, 8, 8, 2])
+    path = str(save_onnx(net, tmp_path / "net.onnx"))
+    base = ["solve", path, "--box", "0,1", "--c", "1,-1", "--json", "--no-regions", "--no-split"]
+    values = {}
+    for extra in ([], ["--sign-split"]):
+        code, out, err = _run(capsys, *base, "--formulation", "backward", *extra)
+        assert code == 0
+        assert ("splitting the search on the sign of g[" in err) == bool(extra)
+        values[bool(extra)] = json.loads(out)["value"]
+    assert values[True] == pytest.approx(values[False], rel=1e-6)
+    code, out, err = _run(capsys, *base, "--sign-split", "--norm", "l1")
+    assert code != 0 and "sign split needs" in err and "Traceback" not in err

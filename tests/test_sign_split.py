@@ -1,0 +1,199 @@
+"""sign_split=True: the backward model's search split in the halves g_j >= 0 and g_j <= 0,
+each a MIP with the sign binary fixed, side by side or in turn; the answer stays exact."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from lipopt import Box, LipschitzError, lipschitz
+from lipopt.norms import dual_norm
+from lipopt.workers import can_fork
+from tests.helpers import random_network
+from tests.oracle import brute_force_lipschitz, from_lipopt
+from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
+
+# the module, not the function of the same name that lipopt re-exports
+lipschitz_module = importlib.import_module("lipopt.lipschitz")
+
+needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")
+
+LINF_CASES = [case for case, (_, _, norm) in enumerate(SCALAR_CASES) if norm == "linf"]
+
+
+def _spy_on_halves(monkeypatch) -> list[tuple[int, float, float | None, bool]]:
+    """Record (entry, fixed sign, cutoff, cut_off) of every half solved in this process."""
+    seen: list[tuple[int, float, float | None, bool]] = []
+    real = lipschitz_module._solve_refined
+
+    def spy(*args):
+        lip, cutoff = args[4], args[12]
+        signs = lip.model.component("g_sign")
+        fixed = [(j, signs[j].value) for j in signs if signs[j].fixed] if signs else []
+        solved = real(*args)
+        assert len(fixed) == 1, "a half fixes exactly one sign binary"
+        seen.append((fixed[0][0], fixed[0][1], cutoff, solved.cut_off))
+        return solved
+
+    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    return seen
+
+
+@pytest.mark.parametrize("attack", [True, False])
+@pytest.mark.parametrize("case", LINF_CASES)
+def test_sign_split_equals_brute_force(case, attack, monkeypatch):
+    """In one process (so that the spy sees both halves): each half fixes the sign binary of
+    the widest gradient entry one way, runs under a cutoff below the constant, and the larger
+    half is the brute-force constant."""
+    net, domain, norm, c, truth, _ = scalar_case(case)
+    seen = _spy_on_halves(monkeypatch)
+    res = lipschitz(
+        net, domain, norm=norm, c=c, formulation="backward", split=False, regions=False,
+        workers=1, attack=attack, sign_split=True,
+    )  # fmt: skip
+    assert res.status == "optimal" and res.exact_certified, res.message
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    cvec = np.ones(1) if c is None else c
+    assert dual_norm(net.gradients(res.witness, cvec), norm) == pytest.approx(res.lower)
+    signs = res.model.model.component("g_sign")
+    open_signs = [] if signs is None else [j for j in signs if not signs[j].fixed]
+    if not open_signs:  # every gradient entry keeps its sign: nothing to split
+        assert not seen and "sign_split_entry" not in res.model_stats
+        return
+    entry = res.model_stats["sign_split_entry"]
+    assert {(j, s) for j, s, _, _ in seen} == {(entry, 1.0), (entry, 0.0)}
+    assert all(cut is not None and cut <= truth.value for _, _, cut, _ in seen)
+    bounds = lipschitz_module.propagate(net, domain, lipschitz_module.resolve_seed(net, c, None))
+    width = bounds.input_grad_upper - bounds.input_grad_lower
+    assert width[entry] == max(width[j] for j in open_signs)
+    # the returned model is the plain problem again
+    assert not signs[entry].fixed and res.model.model.component("cutoff") is None
+
+
+@needs_fork
+@pytest.mark.parametrize("case", LINF_CASES[:4])
+def test_sign_split_on_two_processes_equals_brute_force(case):
+    net, domain, norm, c, truth, _ = scalar_case(case)
+    res = lipschitz(
+        net, domain, norm=norm, c=c, formulation="backward", split=False, regions=False,
+        sign_split=True,
+    )  # fmt: skip
+    assert res.status == "optimal" and res.exact_certified, res.message
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("output_norm", ["linf", "l1"])
+def test_sign_split_with_an_output_norm_equals_brute_force(output_norm):
+    """With an output norm the gradient's entries range jointly with w; the halves still cover
+    every (x, w)."""
+    rng = np.random.default_rng(31)
+    net = random_network(rng, [3, 8, 6, 2])
+    box = Box(np.zeros(3), np.ones(3))
+    truth = brute_force_lipschitz(*from_lipopt(net, box), None, "linf", output_norm)
+    res = lipschitz(
+        net, box, output_norm=output_norm, formulation="backward", split=False, regions=False,
+        sign_split=True, workers=1,
+    )  # fmt: skip
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert "sign_split_entry" in res.model_stats
+
+
+@needs_fork
+def test_the_raced_backward_model_splits(monkeypatch):
+    """formulation="auto" with sign_split=True: the backward racer gets the split, the forward
+    racer does not, and the raced answer is the constant."""
+    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)  # every solve races
+    seen: dict[str, dict] = {}
+    real_race = lipschitz_module.race
+
+    def spy(network, domain, entries, time_limit):
+        seen.update(entries)
+        return real_race(network, domain, entries, time_limit)
+
+    monkeypatch.setattr(lipschitz_module, "race", spy)
+    rng = np.random.default_rng(10)
+    net = random_network(rng, [3, 10, 10, 1])
+    box = Box(np.zeros(3), np.ones(3))
+    truth = brute_force_lipschitz(*from_lipopt(net, box), None, "linf")
+    res = lipschitz(net, box, split=False, regions=False, sign_split=True)
+    assert {name.split()[0]: kw["sign_split"] for name, kw in seen.items()} == {
+        "forward": False,
+        "backward": True,
+    }
+    assert res.status == "optimal" and res.value == pytest.approx(truth.value, rel=1e-6)
+
+
+@pytest.mark.parametrize("time_limit", [1.0, 2.5])
+def test_time_limited_sign_split_brackets_the_constant(time_limit):
+    """Stopped early, the upper bound is the larger of the halves' proven (or static) bounds
+    and the lower bound is attained. No timing asserted."""
+    rng = np.random.default_rng(8)
+    net = random_network(rng, [5, 14, 14, 2])
+    box = Box(np.zeros(5), np.ones(5))
+    c = np.array([1.0, -1.0])
+    exact = lipschitz(net, box, c=c, formulation="backward", regions=False)
+    assert exact.status == "optimal"
+    res = lipschitz(
+        net, box, c=c, formulation="backward", regions=False, sign_split=True,
+        time_limit=time_limit,
+    )  # fmt: skip
+    assert res.status in ("optimal", "time_limit")
+    assert res.lower <= exact.value * (1 + 1e-9) <= res.upper * (1 + 2e-9)
+    assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sign_split": "yes"}, "sign_split must be"),
+        ({"sign_split": True, "norm": "l1"}, "sign split needs"),
+        ({"sign_split": True, "mode": "lp"}, "sign split needs"),
+        ({"sign_split": True, "formulation": "forward"}, "sign split needs"),
+    ],
+)
+def test_sign_split_options_are_checked(kwargs, message):
+    net = random_network(np.random.default_rng(2), [2, 6, 3])
+    box = Box([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(LipschitzError, match=message):
+        lipschitz(net, box, c=[1, 0, 0], **kwargs)
+
+
+def _worker_pid_then_sleep(queue) -> None:
+    """In a child process: start one forked worker, report its pid, then wait to be killed."""
+    from lipopt.workers import ForkedWorkers
+
+    runner = ForkedWorkers(1, lambda task: os.getpid())
+    runner.submit("pid?", "pid")
+    queue.put(runner.next_result(10)[1])
+    time.sleep(60)
+
+
+@needs_fork
+def test_a_worker_dies_with_its_parent():
+    """A racer stopped by a signal runs no clean-up; its own workers (the halves of a sign
+    split) must not go on solving."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    parent = ctx.Process(target=_worker_pid_then_sleep, args=(queue,))
+    parent.start()
+    worker = queue.get(timeout=30)
+    os.kill(worker, 0)  # alive while its parent lives
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.join(10)
+    for _ in range(100):
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its killed parent")
