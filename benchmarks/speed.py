@@ -10,13 +10,14 @@ Networks follow the reference recipe: He-normal weights, N(0, 0.5²) biases, own
 solved exactly twice in one run, in a fresh process each (so peak memory is per case):
 
 - plain: interval bounds, no domain splitting, no ℓ1-norm decomposition, no region search, no
-  attack start (``bounds="interval", split=False, decompose=False, regions=False,
-  attack=False``), the backward model alone: the paper's formulation;
+  attack start, no sign split (``bounds="interval", split=False, decompose=False,
+  regions=False, attack=False, sign_split=False``), the backward model alone: the paper's
+  formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions, backward, forward, noattack, signsplit (only with ``--configs``): the
+- nodecomp, noregions, backward, forward, noattack, nosignsplit (only with ``--configs``): the
   default without the ℓ1-norm decomposition, without the region search, with one formulation
-  instead of the race, without the attack's cutoff in the racers, or with the backward racer's
-  search split on a gradient sign (``sign_split=True``).
+  instead of the race, without the attack's cutoff in the racers, or racing where it would
+  split the backward model on a gradient sign (``sign_split=False``).
 
 The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
 ``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
@@ -71,6 +72,7 @@ PLAIN: dict[str, Any] = {
     "regions": False,
     "formulation": "backward",
     "attack": False,
+    "sign_split": False,
 }
 TUNED: dict[str, Any] = {}  # lipopt.lipschitz's own defaults
 #: extra configurations for A/B runs (--configs): the default with one lever switched off
@@ -82,7 +84,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "backward": {"formulation": "backward"},
     "forward": {"formulation": "forward"},
     "noattack": {"attack": False},
-    "signsplit": {"sign_split": True},
+    "nosignsplit": {"sign_split": False},
 }
 
 

@@ -224,12 +224,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "must beat it, which prunes from the start (exact mode, fixed c)",
         off="no attack (default: only in the two racers of --formulation auto)",
     )
-    perf.add_argument(
-        "--sign-split",
-        action="store_true",
-        help="split the backward model's search on the sign of one gradient entry (--norm "
-        "linf): two halves solved side by side; off by default (it pays for the backward "
-        "model alone, e.g. with --formulation backward, not inside the race)",
+    _add_switch(
+        perf,
+        "sign-split",
+        on="split the backward model's search on the sign of one gradient entry (--norm linf): "
+        "two halves solved side by side, instead of any race",
+        off="never split it (default: instead of the race of --formulation auto, for "
+        "networks of at most two hidden layers)",
     )
     perf.add_argument(
         "--workers",

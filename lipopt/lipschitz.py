@@ -342,7 +342,7 @@ def lipschitz(
     workers: int | None = None,
     subnet_bounds: bool | str = "auto",
     attack: bool | str = "auto",
-    sign_split: bool = False,
+    sign_split: bool | str = "auto",
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -422,9 +422,10 @@ def lipschitz(
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
             under the cutoff of the best attained value (:func:`_sign_split`); the constant is
-            the larger of the halves' maxima. With ``formulation="auto"`` the backward racer
-            splits (three processes then share the cores). Off by default: it paid for the
-            backward model alone on two cores, not inside the race (docs/performance.md).
+            the larger of the halves' maxima. ``"auto"`` (the default): where
+            ``formulation="auto"`` would race, the split backward model instead of the race if
+            the network has at most :data:`AUTO_SIGN_SPLIT_MAX_HIDDEN` hidden layers; True:
+            every backward model with an open sign (instead of any race); False: never.
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -462,8 +463,8 @@ def lipschitz(
         raise LipschitzError(
             "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
         )
-    if sign_split not in (True, False):
-        raise LipschitzError(f"sign_split must be True or False, got {sign_split!r}")
+    if sign_split not in ("auto", True, False):
+        raise LipschitzError(f"sign_split must be True, False or 'auto', got {sign_split!r}")
     if sign_split is True and (
         solve_mode is not Mode.EXACT
         or input_norm is not InputNorm.LINF
@@ -724,8 +725,10 @@ def _probe_then_race(
     if probe:
         try:
             probed = lipschitz(
-                network, domain, norm, seed, regions=False, split=False, progress=progress,
-                time_limit=probe_limit, formulation=Formulation.BACKWARD, **arguments,
+                network, domain, norm, seed, **dict(
+                    arguments, regions=False, split=False, progress=progress,
+                    time_limit=probe_limit, formulation=Formulation.BACKWARD, sign_split=False,
+                ),
             )  # fmt: skip
         except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
             probe_error = err
@@ -736,6 +739,14 @@ def _probe_then_race(
         return probed
     if probe_error is not None and too_late:
         raise probe_error
+    if arguments["sign_split"] is True or (
+        arguments["sign_split"] == "auto"
+        and len(network.hidden_widths) <= AUTO_SIGN_SPLIT_MAX_HIDDEN
+    ):
+        return _split_instead_of_race(
+            network, domain, seed, norm, arguments, remaining, progress, say, probe, probed,
+            probe_seconds,
+        )  # fmt: skip
     entries = {}
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = _race_solver(arguments["solver"], form)
@@ -745,8 +756,7 @@ def _probe_then_race(
         attack = True if arguments["attack"] == "auto" else arguments["attack"]
         entries[f"{form.value} ({solver})"] = dict(
             arguments, norm=norm, c=seed, regions=search, split=False, time_limit=remaining,
-            formulation=form, solver=solver, attack=attack,
-            sign_split=arguments["sign_split"] and form is Formulation.BACKWARD,
+            formulation=form, solver=solver, attack=attack, sign_split=False,
         )  # fmt: skip
     names = " and the ".join(entries)
     say(
@@ -784,6 +794,60 @@ def _probe_then_race(
         message=f"{merged.message}; {note}" if merged.message else note,
         model=None,
     )
+
+
+#: ``sign_split="auto"``: where ``formulation="auto"`` would race the two formulations, solve
+#: the backward model split on a gradient sign instead, on both cores, if the network has at
+#: most this many hidden layers. There the backward model switches one layer only (the last
+#: hidden layer's gates multiply constants) where the forward model switches two. On six such
+#: networks' unit boxes (l-inf norm, docs/performance.md) the split beat the race on five
+#: (1.06-1.48x less time) and lost on one (25.3 -> 54.6 s, where HiGHS's forward model won).
+AUTO_SIGN_SPLIT_MAX_HIDDEN = 2
+
+
+def _split_instead_of_race(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    arguments: dict[str, Any],
+    remaining: float | None,
+    progress: Callable[[str], None] | None,
+    say: Callable[[str], None],
+    probe: bool,
+    probed: LipschitzResult | None,
+    probe_seconds: float,
+) -> LipschitzResult:
+    """Where :func:`_probe_then_race` would race: the backward model alone, its search split on
+    a gradient sign (:func:`_sign_split`, both cores), from the attack's cutoff (``attack``
+    "auto" or True) and after the region search where no probe ran; merged with the probe's
+    certified answer, if any."""
+    solver = _race_solver(arguments["solver"], Formulation.BACKWARD)
+    attack = True if arguments["attack"] == "auto" else arguments["attack"]
+    say(
+        f"not finished in {RACE_AFTER:g} s: the backward ({solver}) model, its search split "
+        "on a gradient sign..."
+        if probe
+        else f"the backward ({solver}) model, its search split on a gradient sign (the "
+        "regions searched first)..."
+    )
+    try:
+        result = lipschitz(
+            network, domain, norm, seed, **dict(
+                arguments, regions=False if probe else "auto", split=False,
+                time_limit=remaining, formulation=Formulation.BACKWARD, solver=solver,
+                attack=attack, sign_split=True, progress=progress,
+            ),
+        )  # fmt: skip
+    except SolverError as err:
+        if probed is None:
+            raise
+        say(f"the split solve failed ({err}); answering with the probe's bounds")
+        return probed
+    if probed is None:
+        return result
+    merged = merge([result, probed])
+    return replace(merged, timings=dict(result.timings, probe=probe_seconds), model=None)
 
 
 def sign_split_entry(lip: LipschitzModel, net_bounds: NetworkBounds) -> int | None:

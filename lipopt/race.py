@@ -67,8 +67,7 @@ def race(
 
         return replace(lipschitz(network, domain, **entries[name]), model=None)
 
-    # not daemonic: a racer may start workers of its own (the backward model's sign split)
-    runner = ForkedWorkers(len(entries), solve, daemon=False)
+    runner = ForkedWorkers(len(entries), solve)
     deadline = None if time_limit is None else time.perf_counter() + time_limit + GRACE
     answers: list[Any] = []
     errors: list[BaseException] = []

@@ -59,24 +59,10 @@ def worker_count(solver: str, workers: int | None, tasks: int) -> int:
     return max(1, min(limit, tasks))
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent ends (``prctl(PR_SET_PDEATHSIG)``): a
-    stopped racer's own workers must not go on solving. A no-op elsewhere."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _serve(conn: Connection, handle: Callable[[Any], Any]) -> None:
     """A worker's loop: answer each task with ``("ok", handle(task))`` or ``("error", err)``
     until it receives None. An error that cannot cross the pipe is sent as a
     :class:`SolverError` naming it."""
-    _die_with_parent()
     try:
         while True:
             task = conn.recv()
@@ -125,11 +111,9 @@ class InProcess:
 
 class ForkedWorkers:
     """``count`` forked processes, each calling ``handle`` (with everything it closes over
-    inherited from this process) on the tasks sent to it. ``daemon=False`` lets the workers
-    start workers of their own (the race's backward racer, which may split its search in two);
-    every worker is stopped by :meth:`close` and killed when this process ends."""
+    inherited from this process) on the tasks sent to it."""
 
-    def __init__(self, count: int, handle: Callable[[Any], Any], daemon: bool = True) -> None:
+    def __init__(self, count: int, handle: Callable[[Any], Any]) -> None:
         ctx = mp.get_context("fork")
         self.started: list[tuple[Connection, Any]] = []  # every worker, until close()
         self.free: list[tuple[Connection, Any]] = []
@@ -137,7 +121,7 @@ class ForkedWorkers:
         try:
             for _ in range(count):
                 here, there = ctx.Pipe(duplex=True)
-                proc = ctx.Process(target=_serve, args=(there, handle), daemon=daemon)
+                proc = ctx.Process(target=_serve, args=(there, handle), daemon=True)
                 proc.start()
                 there.close()
                 self.started.append((here, proc))

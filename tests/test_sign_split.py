@@ -4,9 +4,6 @@ each a MIP with the sign binary fixed, side by side or in turn; the answer stays
 from __future__ import annotations
 
 import importlib
-import os
-import signal
-import time
 
 import numpy as np
 import pytest
@@ -104,11 +101,9 @@ def test_sign_split_with_an_output_norm_equals_brute_force(output_norm):
     assert "sign_split_entry" in res.model_stats
 
 
-@needs_fork
-def test_the_raced_backward_model_splits(monkeypatch):
-    """formulation="auto" with sign_split=True: the backward racer gets the split, the forward
-    racer does not, and the raced answer is the constant."""
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)  # every solve races
+def _spy_on_race(monkeypatch) -> dict[str, dict]:
+    """Every solve that may race does (no probe time); record the racers' arguments."""
+    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
     seen: dict[str, dict] = {}
     real_race = lipschitz_module.race
 
@@ -117,16 +112,37 @@ def test_the_raced_backward_model_splits(monkeypatch):
         return real_race(network, domain, entries, time_limit)
 
     monkeypatch.setattr(lipschitz_module, "race", spy)
+    return seen
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    "widths, sign_split, splits",
+    [
+        ([3, 10, 10, 1], "auto", True),  # two hidden layers: split instead of the race
+        ([3, 10, 10, 1], False, False),
+        ([3, 8, 8, 8, 1], "auto", False),  # three: the race
+        ([3, 8, 8, 8, 1], True, True),
+    ],
+)
+def test_auto_splits_instead_of_racing_up_to_two_hidden_layers(
+    widths, sign_split, splits, monkeypatch
+):
+    seen = _spy_on_race(monkeypatch)
     rng = np.random.default_rng(10)
-    net = random_network(rng, [3, 10, 10, 1])
+    net = random_network(rng, widths)
     box = Box(np.zeros(3), np.ones(3))
     truth = brute_force_lipschitz(*from_lipopt(net, box), None, "linf")
-    res = lipschitz(net, box, split=False, regions=False, sign_split=True)
-    assert {name.split()[0]: kw["sign_split"] for name, kw in seen.items()} == {
-        "forward": False,
-        "backward": True,
-    }
-    assert res.status == "optimal" and res.value == pytest.approx(truth.value, rel=1e-6)
+    messages: list[str] = []
+    res = lipschitz(
+        net, box, split=False, regions=False, sign_split=sign_split, progress=messages.append
+    )
+    assert res.status == "optimal" and res.exact_certified, res.message
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    assert bool(seen) != splits  # raced exactly where it did not split
+    assert all(kw["sign_split"] is False for kw in seen.values())
+    assert any("split on a gradient sign" in m for m in messages) == splits
+    assert ("sign_split_entry" in res.model_stats) == splits
 
 
 @pytest.mark.parametrize("time_limit", [1.0, 2.5])
@@ -151,7 +167,7 @@ def test_time_limited_sign_split_brackets_the_constant(time_limit):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"sign_split": "yes"}, "sign_split must be"),
+        ({"sign_split": "yes"}, "sign_split must be True, False or 'auto'"),
         ({"sign_split": True, "norm": "l1"}, "sign split needs"),
         ({"sign_split": True, "mode": "lp"}, "sign split needs"),
         ({"sign_split": True, "formulation": "forward"}, "sign split needs"),
@@ -162,38 +178,3 @@ def test_sign_split_options_are_checked(kwargs, message):
     box = Box([0.0, 0.0], [1.0, 1.0])
     with pytest.raises(LipschitzError, match=message):
         lipschitz(net, box, c=[1, 0, 0], **kwargs)
-
-
-def _worker_pid_then_sleep(queue) -> None:
-    """In a child process: start one forked worker, report its pid, then wait to be killed."""
-    from lipopt.workers import ForkedWorkers
-
-    runner = ForkedWorkers(1, lambda task: os.getpid())
-    runner.submit("pid?", "pid")
-    queue.put(runner.next_result(10)[1])
-    time.sleep(60)
-
-
-@needs_fork
-def test_a_worker_dies_with_its_parent():
-    """A racer stopped by a signal runs no clean-up; its own workers (the halves of a sign
-    split) must not go on solving."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    parent = ctx.Process(target=_worker_pid_then_sleep, args=(queue,))
-    parent.start()
-    worker = queue.get(timeout=30)
-    os.kill(worker, 0)  # alive while its parent lives
-    os.kill(parent.pid, signal.SIGKILL)
-    parent.join(10)
-    for _ in range(100):
-        try:
-            os.kill(worker, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(worker, signal.SIGKILL)
-        pytest.fail("the worker outlived its killed parent")
