@@ -207,7 +207,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
         "forward (directional derivative, fixed c only); default auto: backward, and with "
         "--norm linf, if it has not finished in 5 s, both raced on two processes (at once "
-        "when 90%% or more of the neurons are unstable)",
+        "when 90%% or more of the neurons are unstable; with at most two hidden layers, the "
+        "backward model split on a gradient sign instead, see --sign-split)",
     )
     _add_switch(
         perf,

@@ -399,7 +399,9 @@ def lipschitz(
             solves the raced backward model); backward otherwise. With ``regions="auto"`` and
             at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
             starts at once, without the probe, and the backward racer searches the regions
-            before its MIP.
+            before its MIP. With ``sign_split="auto"`` a network of at most
+            :data:`AUTO_SIGN_SPLIT_MAX_HIDDEN` hidden layers is not raced: its backward model
+            is split on a gradient sign on the two processes instead.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
@@ -713,8 +715,10 @@ def _probe_then_race(
 ) -> LipschitzResult:
     """``formulation="auto"``: the backward model alone for :data:`~lipopt.race.RACE_AFTER`
     seconds; if it has not finished, both models raced on two processes (:mod:`lipopt.race`)
-    for the time left. Every answer along the way is certified, so the result keeps the best
-    upper and lower bounds of all of them; if the race fails, the probe's answer stands.
+    for the time left, or, where ``sign_split`` says so, the backward model split on a gradient
+    sign (:func:`_split_instead_of_race`). Every answer along the way is certified, so the
+    result keeps the best upper and lower bounds of all of them; if the race fails, the probe's
+    answer stands.
 
     ``probe=False`` (a problem that looks hard, see :func:`_region_lipschitz`): no probe; the
     race starts at once, and the backward racer runs the region search before its MIP."""
@@ -825,8 +829,8 @@ def _split_instead_of_race(
     solver = _race_solver(arguments["solver"], Formulation.BACKWARD)
     attack = True if arguments["attack"] == "auto" else arguments["attack"]
     say(
-        f"not finished in {RACE_AFTER:g} s: the backward ({solver}) model, its search split "
-        "on a gradient sign..."
+        f"not finished in the probe: the backward ({solver}) model, its search split on a "
+        "gradient sign..."
         if probe
         else f"the backward ({solver}) model, its search split on a gradient sign (the "
         "regions searched first)..."

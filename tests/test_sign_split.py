@@ -143,6 +143,7 @@ def test_auto_splits_instead_of_racing_up_to_two_hidden_layers(
     assert all(kw["sign_split"] is False for kw in seen.values())
     assert any("split on a gradient sign" in m for m in messages) == splits
     assert ("sign_split_entry" in res.model_stats) == splits
+    assert "attack" in res.timings  # "auto": the racers, or the split in their place, attack
 
 
 @pytest.mark.parametrize("time_limit", [1.0, 2.5])
