@@ -1166,6 +1166,103 @@ def _candidate_options(
     return replace(options, time_limit=remaining, options=extra)
 
 
+def _portable(solved: _Solved) -> _Solved:
+    """What crosses a worker's pipe: no Pyomo solution maps (they name the worker's variables)."""
+    return replace(
+        solved, first=replace(solved.first, values=None), last=replace(solved.last, values=None)
+    )
+
+
+@dataclass
+class _Pieces:
+    """Bookkeeping of a maximum solved as several MIPs whose largest maximum is the constant
+    (the ℓ1 decomposition's candidates, the sign split's halves): every piece's certified
+    bound and status, and the best point attained so far."""
+
+    best: _Witness | None
+    parts: list[float] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    solved: int = 0
+    cut_off: int = 0
+    refinements: int = 0
+    nodes: int = 0
+    solve_seconds: float = 0.0
+    solver: str = ""
+
+    def unsolved(self, bound: float) -> None:
+        """A piece the time limit left unsolved: its static bound stands."""
+        self.parts.append(bound)
+        self.statuses.append(Termination.TIME_LIMIT.value)
+
+    def add(
+        self, solved: _Solved, bound: float, gap: float | None, witness_of: Callable[..., Any]
+    ) -> None:
+        """A piece's answer: cut off (below the cutoff), or its proven bound (at most its static
+        ``bound``) and status; ``witness_of(points)`` verifies the solver's points when the
+        refinement left no witness."""
+        self.solved += 1
+        self.solver = solved.first.solver or self.solver
+        self.refinements += solved.refinements
+        self.nodes += solved.nodes
+        self.solve_seconds += solved.solve_seconds
+        if solved.cut_off and solved.upper is not None:
+            self.cut_off += 1
+            self.parts.append(solved.upper)
+            self.statuses.append("optimal")
+            return
+        self.parts.append(bound if solved.upper is None else min(bound, solved.upper))
+        self.statuses.append(_status(solved.last.termination, Mode.EXACT, gap, solved.last))
+        found = solved.witness
+        if found is None and solved.points:
+            found = witness_of(solved.points)
+        if found is not None and (self.best is None or found.norm_value > self.best.norm_value):
+            self.best = found
+
+    def result(
+        self,
+        lip: LipschitzModel,
+        seed: Seed,
+        norm: InputNorm,
+        floor: float,
+        timings: dict[str, float],
+        stats: dict[str, int],
+        no_solver: str,
+    ) -> LipschitzResult:
+        """The answer: upper = the largest piece bound (and ``floor``, a value reached
+        everywhere, and the attained lower bound); the worst piece status."""
+        best = self.best
+        lower = best.norm_value if best is not None else None
+        upper = max([*self.parts, floor] + ([] if lower is None else [lower]))
+        status = "optimal"
+        for worse in ("gap_limit", Termination.INTERRUPTED.value, Termination.TIME_LIMIT.value):
+            if worse in self.statuses:
+                status = worse
+        exact_certified = bool(
+            best is not None
+            and best.certified_pattern
+            and status == "optimal"
+            and abs(upper - best.norm_value) <= 1e-6 * max(1.0, abs(upper))
+        )
+        return LipschitzResult(
+            value=upper,
+            lower=lower,
+            upper=upper,
+            status=status,
+            witness=None if best is None else best.point,
+            exact_certified=exact_certified,
+            model_stats={**_stats(lip), **stats},
+            timings=timings,
+            solver=self.solver or no_solver,
+            norm=norm.value,
+            c=None if isinstance(seed, OutputNorm) else np.asarray(seed),
+            output_norm=seed.value if isinstance(seed, OutputNorm) else None,
+            nodes=self.nodes if self.nodes > 0 else None,
+            refinements=self.refinements,
+            message=_message(self.refinements, status, exact_certified),
+            model=lip,
+        )
+
+
 def _decomposed(
     network: Network,
     domain: Domain,
@@ -1202,12 +1299,7 @@ def _decomposed(
     start = time.perf_counter()
     candidates = lip.candidates
     known = max(c.lower for c in candidates)  # ||g||_∞ >= known at every point
-    best: _Witness | None = start_witness
-    parts: list[float] = []
-    statuses: list[str] = []
-    refinements = nodes = solved_count = cut_count = 0
-    solve_seconds = 0.0
-    solver_name = ""
+    pieces = _Pieces(start_witness)
     count = worker_count(adapter.name, workers, len(candidates))
 
     def solve_candidate(task: tuple[int, float | None, float | None]) -> _Solved:
@@ -1218,12 +1310,10 @@ def _decomposed(
             network, domain, seed, norm, lip, net_bounds, adapter, run_options, deadline,
             max_refinements, False, say if count == 1 else silent, cutoff,
         )  # fmt: skip
-        if count == 1:
-            return solved
-        # what crosses the pipe: no Pyomo solution maps (they name this process's variables)
-        return replace(
-            solved, first=replace(solved.first, values=None), last=replace(solved.last, values=None)
-        )
+        return solved if count == 1 else _portable(solved)
+
+    def witness_of(points: list[FloatArray]) -> _Witness | None:
+        return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
 
     if count > 1:
         say(f"solving the candidates on {count} processes")
@@ -1234,14 +1324,14 @@ def _decomposed(
             while runner.idle() and position < len(candidates):
                 n, cand = position, candidates[position]
                 position += 1
+                best = pieces.best
                 reached = max(known, best.norm_value if best is not None else -np.inf)
                 if cand.upper <= reached:
-                    parts.append(cand.upper)  # cannot exceed what is already reached
+                    pieces.parts.append(cand.upper)  # cannot exceed what is already reached
                     continue
                 remaining = None if deadline is None else deadline - time.perf_counter()
                 if remaining is not None and remaining <= 0:
-                    parts.append(cand.upper)
-                    statuses.append(Termination.TIME_LIMIT.value)
+                    pieces.unsolved(cand.upper)
                     continue
                 cutoff = None if best is None else _below(best.norm_value)
                 sign = "+" if cand.sign > 0 else "-"
@@ -1256,77 +1346,26 @@ def _decomposed(
             answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
             if answer is None:  # a worker stuck past the time limit: its candidates stay open
                 for n in runner.pending():
-                    parts.append(candidates[n].upper)
-                    statuses.append(Termination.TIME_LIMIT.value)
+                    pieces.unsolved(candidates[n].upper)
                 break
             n, solved = answer
-            cand = candidates[n]
-            solved_count += 1
-            solver_name = solved.first.solver or solver_name
-            refinements += solved.refinements
-            nodes += solved.nodes
-            solve_seconds += solved.solve_seconds
-            if solved.cut_off and solved.upper is not None:
-                cut_count += 1
-                parts.append(solved.upper)
-                statuses.append("optimal")
-                continue
-            part = cand.upper if solved.upper is None else min(cand.upper, solved.upper)
-            parts.append(part)
-            last = solved.last
-            statuses.append(_status(last.termination, Mode.EXACT, gap, last))
-            found = solved.witness
-            if found is None and solved.points:
-                found = _best_witness(
-                    network, domain, seed, norm, solved.points, rng, fallback=False
-                )
-            if found is not None and (best is None or found.norm_value > best.norm_value):
-                best = found
+            pieces.add(solved, candidates[n].upper, gap, witness_of)
     finally:
         runner.close()
+    solve_seconds = pieces.solve_seconds
     if count > 1:
         # the workers' solver seconds add up to more than the wall time they took
         solve_seconds = min(solve_seconds, time.perf_counter() - start)
-    if best is None:  # nothing solved: a few random points, each region checked
-        best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
+    if pieces.best is None:  # nothing solved: a few random points, each region checked
+        pieces.best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
     timings["solve"] = solve_seconds
     timings["verify"] = time.perf_counter() - start - solve_seconds
-
-    lower = best.norm_value if best is not None else None
-    upper = max([*parts, known] + ([] if lower is None else [lower]))
-    status = "optimal"
-    for worse in ("gap_limit", Termination.INTERRUPTED.value, Termination.TIME_LIMIT.value):
-        if worse in statuses:
-            status = worse
-    exact_certified = bool(
-        best is not None
-        and best.certified_pattern
-        and status == "optimal"
-        and abs(upper - best.norm_value) <= 1e-6 * max(1.0, abs(upper))
+    stats = dict(
+        candidates=len(candidates),
+        candidates_solved=pieces.solved,
+        candidates_cut_off=pieces.cut_off,
     )
-    stats = _stats(lip)
-    stats.update(
-        candidates=len(candidates), candidates_solved=solved_count, candidates_cut_off=cut_count
-    )
-    message = _message(refinements, status, exact_certified)
-    return LipschitzResult(
-        value=upper,
-        lower=lower,
-        upper=upper,
-        status=status,
-        witness=None if best is None else best.point,
-        exact_certified=exact_certified,
-        model_stats=stats,
-        timings=timings,
-        solver=solver_name or "none (bounds sufficed)",
-        norm=norm.value,
-        c=None if isinstance(seed, OutputNorm) else np.asarray(seed),
-        output_norm=seed.value if isinstance(seed, OutputNorm) else None,
-        nodes=nodes if nodes > 0 else None,
-        refinements=refinements,
-        message=message,
-        model=lip,
-    )
+    return pieces.result(lip, seed, norm, known, timings, stats, "none (bounds sufficed)")
 
 
 def _sign_split(
@@ -1361,9 +1400,9 @@ def _sign_split(
     one keeps the sum of the ``|g_k|`` bounds); the witness is the best point attained.
     """
     start = time.perf_counter()
-    best = start_witness
-    if best is None:  # random points are differentiable with probability one: values attained
-        best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
+    pieces = _Pieces(start_witness)
+    if pieces.best is None:  # random points are differentiable with probability one: attained
+        pieces.best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
     low, high = net_bounds.input_grad_lower, net_bounds.input_grad_upper
     static = float(np.sum(np.maximum(np.abs(low), np.abs(high))))  # >= ||g||_1 everywhere
     sign = lip.model.g_sign[entry]
@@ -1382,12 +1421,10 @@ def _sign_split(
         finally:
             sign.unfix()
             set_cutoff(lip.model, None)
-        if count == 1:
-            return solved
-        # what crosses the pipe: no Pyomo solution maps (they name this process's variables)
-        return replace(
-            solved, first=replace(solved.first, values=None), last=replace(solved.last, values=None)
-        )
+        return solved if count == 1 else _portable(solved)
+
+    def witness_of(points: list[FloatArray]) -> _Witness | None:
+        return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
 
     say(
         f"splitting the search on the sign of g[{entry}]"
@@ -1395,20 +1432,15 @@ def _sign_split(
     )
     runner: Any = ForkedWorkers(count, solve_half) if count > 1 else InProcess(solve_half)
     halves = [1.0, 0.0]
-    parts: list[float] = []
-    statuses: list[str] = []
-    refinements = nodes = cut_count = 0
-    solve_seconds = 0.0
-    solver_name = ""
     try:
         while True:
             while runner.idle() and halves:
                 value = halves.pop(0)
                 remaining = None if deadline is None else deadline - time.perf_counter()
                 if remaining is not None and remaining <= 0:
-                    parts.append(static)
-                    statuses.append(Termination.TIME_LIMIT.value)
+                    pieces.unsolved(static)
                     continue
+                best = pieces.best
                 cutoff = None if best is None else _below(best.norm_value)
                 say(f"half g[{entry}] {'>=' if value else '<='} 0 (best {_attained(best)})")
                 runner.submit((value, cutoff, remaining), value)
@@ -1417,70 +1449,20 @@ def _sign_split(
             wait_for = None if deadline is None else deadline - time.perf_counter() + GRACE
             answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
             if answer is None:  # a worker stuck past the time limit: its half stays open
-                parts.extend(static for _ in runner.pending())
-                statuses.extend(Termination.TIME_LIMIT.value for _ in runner.pending())
+                for _ in runner.pending():
+                    pieces.unsolved(static)
                 break
-            _, solved = answer
-            solver_name = solved.first.solver or solver_name
-            refinements += solved.refinements
-            nodes += solved.nodes
-            solve_seconds += solved.solve_seconds
-            if solved.cut_off and solved.upper is not None:
-                cut_count += 1
-                parts.append(solved.upper)
-                statuses.append("optimal")
-                continue
-            if solved.first.termination is Termination.INFEASIBLE:  # no cutoff (no point found)
-                raise SolverError("the solver called a half of the sign split infeasible")
-            parts.append(static if solved.upper is None else min(static, solved.upper))
-            statuses.append(_status(solved.last.termination, Mode.EXACT, gap, solved.last))
-            found = solved.witness
-            if found is None and solved.points:
-                found = _best_witness(
-                    network, domain, seed, norm, solved.points, rng, fallback=False
-                )
-            if found is not None and (best is None or found.norm_value > best.norm_value):
-                best = found
+            pieces.add(answer[1], static, gap, witness_of)
     finally:
         runner.close()
+    solve_seconds = pieces.solve_seconds
     if count > 1:
         # the workers' solver seconds add up to more than the wall time they took
         solve_seconds = min(solve_seconds, time.perf_counter() - start)
     timings["solve"] = solve_seconds
     timings["verify"] = time.perf_counter() - start - solve_seconds
-
-    lower = best.norm_value if best is not None else None
-    upper = max(parts + ([] if lower is None else [lower]))
-    status = "optimal"
-    for worse in ("gap_limit", Termination.INTERRUPTED.value, Termination.TIME_LIMIT.value):
-        if worse in statuses:
-            status = worse
-    exact_certified = bool(
-        best is not None
-        and best.certified_pattern
-        and status == "optimal"
-        and abs(upper - best.norm_value) <= 1e-6 * max(1.0, abs(upper))
-    )
-    stats = _stats(lip)
-    stats.update(sign_split_entry=entry, halves_cut_off=cut_count)
-    return LipschitzResult(
-        value=upper,
-        lower=lower,
-        upper=upper,
-        status=status,
-        witness=None if best is None else best.point,
-        exact_certified=exact_certified,
-        model_stats=stats,
-        timings=timings,
-        solver=solver_name or "none",
-        norm=norm.value,
-        c=None if isinstance(seed, OutputNorm) else np.asarray(seed),
-        output_norm=seed.value if isinstance(seed, OutputNorm) else None,
-        nodes=nodes if nodes > 0 else None,
-        refinements=refinements,
-        message=_message(refinements, status, exact_certified),
-        model=lip,
-    )
+    stats = dict(sign_split_entry=entry, halves_cut_off=pieces.cut_off)
+    return pieces.result(lip, seed, norm, -np.inf, timings, stats, "none")
 
 
 def _attained(witness: _Witness | None) -> str:

@@ -14,6 +14,7 @@ from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
+from tests.test_race import _spy_on_race
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
@@ -101,20 +102,6 @@ def test_sign_split_with_an_output_norm_equals_brute_force(output_norm):
     assert "sign_split_entry" in res.model_stats
 
 
-def _spy_on_race(monkeypatch) -> dict[str, dict]:
-    """Every solve that may race does (no probe time); record the racers' arguments."""
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
-    seen: dict[str, dict] = {}
-    real_race = lipschitz_module.race
-
-    def spy(network, domain, entries, time_limit):
-        seen.update(entries)
-        return real_race(network, domain, entries, time_limit)
-
-    monkeypatch.setattr(lipschitz_module, "race", spy)
-    return seen
-
-
 @needs_fork
 @pytest.mark.parametrize(
     "widths, sign_split, splits",
@@ -128,6 +115,7 @@ def _spy_on_race(monkeypatch) -> dict[str, dict]:
 def test_auto_splits_instead_of_racing_up_to_two_hidden_layers(
     widths, sign_split, splits, monkeypatch
 ):
+    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)  # every solve that may race does
     seen = _spy_on_race(monkeypatch)
     rng = np.random.default_rng(10)
     net = random_network(rng, widths)
