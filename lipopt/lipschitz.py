@@ -418,8 +418,8 @@ def lipschitz(
             every branch that cannot beat it, and an infeasible verdict proves the constant is
             ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
             and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
-            default): in the two racers of ``formulation="auto"``, where the problem has
-            proved hard; True: before every MIP; False: never.
+            default): in the two racers of ``formulation="auto"`` (or the sign split in their
+            place), where the problem has proved hard; True: before every MIP; False: never.
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
@@ -1195,7 +1195,11 @@ class _Pieces:
         self.statuses.append(Termination.TIME_LIMIT.value)
 
     def add(
-        self, solved: _Solved, bound: float, gap: float | None, witness_of: Callable[..., Any]
+        self,
+        solved: _Solved,
+        bound: float,
+        gap: float | None,
+        witness_of: Callable[[list[FloatArray]], _Witness | None],
     ) -> None:
         """A piece's answer: cut off (below the cutoff), or its proven bound (at most its static
         ``bound``) and status; ``witness_of(points)`` verifies the solver's points when the
