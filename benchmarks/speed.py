@@ -14,10 +14,10 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
   regions=False, attack=False, sign_split=False``), the backward model alone: the paper's
   formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions, backward, forward, noattack, nosignsplit (only with ``--configs``): the
+- nodecomp, noregions, backward, forward, noattack, signsplit (only with ``--configs``): the
   default without the ℓ1-norm decomposition, without the region search, with one formulation
-  instead of the race, without the attack's cutoff in the racers, or racing where it would
-  split the backward model on a gradient sign (``sign_split=False``).
+  instead of the race, without the attack's cutoff in the racers, or with the backward model
+  split on a gradient sign instead of the race (``sign_split=True``).
 
 The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
 ``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
@@ -84,7 +84,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "backward": {"formulation": "backward"},
     "forward": {"formulation": "forward"},
     "noattack": {"attack": False},
-    "nosignsplit": {"sign_split": False},
+    "signsplit": {"sign_split": True},
 }
 
 

@@ -207,8 +207,7 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
         "forward (directional derivative, fixed c only); default auto: backward, and with "
         "--norm linf, if it has not finished in 5 s, both raced on two processes (at once "
-        "when 90%% or more of the neurons are unstable; with at most two hidden layers, the "
-        "backward model split on a gradient sign instead, see --sign-split)",
+        "when 90%% or more of the neurons are unstable)",
     )
     _add_switch(
         perf,
@@ -223,16 +222,14 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "attack",
         on="start every MIP from a gradient attack's attained value (about 0.7 s): the solver "
         "must beat it, which prunes from the start (exact mode, fixed c)",
-        off="no attack (default: only in the two racers of --formulation auto, or the sign "
-        "split in their place)",
+        off="no attack (default: only in the two racers of --formulation auto, or the "
+        "--sign-split in their place)",
     )
-    _add_switch(
-        perf,
-        "sign-split",
-        on="split the backward model's search on the sign of one gradient entry (--norm linf): "
-        "two halves solved side by side, instead of any race",
-        off="never split it (default: instead of the race of --formulation auto, for "
-        "networks of at most two hidden layers)",
+    perf.add_argument(
+        "--sign-split",
+        action="store_true",
+        help="split the backward model's search on the sign of one gradient entry (--norm "
+        "linf): two halves solved side by side, instead of any race (off by default)",
     )
     perf.add_argument(
         "--workers",

@@ -342,7 +342,7 @@ def lipschitz(
     workers: int | None = None,
     subnet_bounds: bool | str = "auto",
     attack: bool | str = "auto",
-    sign_split: bool | str = "auto",
+    sign_split: bool = False,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -399,9 +399,8 @@ def lipschitz(
             solves the raced backward model); backward otherwise. With ``regions="auto"`` and
             at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
             starts at once, without the probe, and the backward racer searches the regions
-            before its MIP. With ``sign_split="auto"`` a network of at most
-            :data:`AUTO_SIGN_SPLIT_MAX_HIDDEN` hidden layers is not raced: its backward model
-            is split on a gradient sign on the two processes instead.
+            before its MIP. With ``sign_split=True`` the backward model split on a gradient
+            sign runs on the two processes instead of the race.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
@@ -418,16 +417,17 @@ def lipschitz(
             every branch that cannot beat it, and an infeasible verdict proves the constant is
             ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
             and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
-            default): in the two racers of ``formulation="auto"`` (or the sign split in their
-            place), where the problem has proved hard; True: before every MIP; False: never.
+            default): in the two racers of ``formulation="auto"`` (or, with ``sign_split``, the
+            split in their place), where the problem has proved hard; True: before every MIP;
+            False: never.
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
             under the cutoff of the best attained value (:func:`_sign_split`); the constant is
-            the larger of the halves' maxima. ``"auto"`` (the default): where
-            ``formulation="auto"`` would race, the split backward model instead of the race if
-            the network has at most :data:`AUTO_SIGN_SPLIT_MAX_HIDDEN` hidden layers; True:
-            every backward model with an open sign (instead of any race); False: never.
+            the larger of the halves' maxima. True: every backward model with an open sign,
+            instead of any race of ``formulation="auto"``; False (the default): never. Off by
+            default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
+            badly where HiGHS's forward model does (docs/performance.md).
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -465,8 +465,8 @@ def lipschitz(
         raise LipschitzError(
             "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
         )
-    if sign_split not in ("auto", True, False):
-        raise LipschitzError(f"sign_split must be True, False or 'auto', got {sign_split!r}")
+    if sign_split not in (True, False):
+        raise LipschitzError(f"sign_split must be True or False, got {sign_split!r}")
     if sign_split is True and (
         solve_mode is not Mode.EXACT
         or input_norm is not InputNorm.LINF
@@ -743,10 +743,7 @@ def _probe_then_race(
         return probed
     if probe_error is not None and too_late:
         raise probe_error
-    if arguments["sign_split"] is True or (
-        arguments["sign_split"] == "auto"
-        and len(network.hidden_widths) <= AUTO_SIGN_SPLIT_MAX_HIDDEN
-    ):
+    if arguments["sign_split"] is True:
         return _split_instead_of_race(
             network, domain, seed, norm, arguments, remaining, progress, say, probe, probed,
             probe_seconds,
@@ -798,15 +795,6 @@ def _probe_then_race(
         message=f"{merged.message}; {note}" if merged.message else note,
         model=None,
     )
-
-
-#: ``sign_split="auto"``: where ``formulation="auto"`` would race the two formulations, solve
-#: the backward model split on a gradient sign instead, on both cores, if the network has at
-#: most this many hidden layers. There the backward model switches one layer only (the last
-#: hidden layer's gates multiply constants) where the forward model switches two. On six such
-#: networks' unit boxes (l-inf norm, docs/performance.md) the split beat the race on five
-#: (1.06-1.48x less time) and lost on one (25.3 -> 54.6 s, where HiGHS's forward model won).
-AUTO_SIGN_SPLIT_MAX_HIDDEN = 2
 
 
 def _split_instead_of_race(

@@ -125,9 +125,7 @@ def test_attack_option_is_checked():
 
 
 def test_auto_attacks_only_in_the_racers(monkeypatch):
-    """ "auto" leaves a plain solve alone and hands True to both racers (a network of two hidden
-    layers races with sign_split=False; by default it is split instead, also from the attack,
-    tests/test_sign_split.py)."""
+    """ "auto" leaves a plain solve alone and hands True to both racers."""
     net = random_network(np.random.default_rng(5), [3, 10, 10, 2])
     box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
     res = lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False, formulation="backward")
@@ -142,15 +140,13 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
     monkeypatch.setattr(lipschitz_module, "worker_count", lambda *args: 2)
     monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
     try:
-        lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False, sign_split=False)
+        lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
     except lipschitz_module.SolverError:
         pass  # no probe answer to fall back on: the race's error is the answer
     assert len(seen) == 2 and all(kw["attack"] is True for kw in seen.values())
     seen.clear()
     try:
-        lipschitz(
-            net, box, c=[1.0, -1.0], split=False, regions=False, attack=False, sign_split=False
-        )
+        lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False, attack=False)
     except lipschitz_module.SolverError:
         pass
     assert len(seen) == 2 and all(kw["attack"] is False for kw in seen.values())

@@ -1,7 +1,4 @@
-"""formulation="auto": the backward probe, then forward and backward raced on two processes.
-
-Networks of two hidden layers race only with ``sign_split=False`` (by default their backward
-model is split on a gradient sign instead, tests/test_sign_split.py)."""
+"""formulation="auto": the backward probe, then forward and backward raced on two processes."""
 
 from __future__ import annotations
 
@@ -56,7 +53,7 @@ def test_raced_solve_equals_brute_force(race_at_once, widths, domain, norm):
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False, sign_split=False)
+    res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
     raced = norm == "linf"  # the l1 norm keeps the decomposed backward model (AUTO_RACE_NORMS)
     assert ("raced" in res.message) == raced and ("race" in res.timings) == raced
     assert res.status == "optimal" and res.exact_certified
@@ -71,7 +68,7 @@ def test_raced_solve_under_a_time_limit_brackets_the_constant(race_at_once):
     domain = Box(np.zeros(5), np.ones(5))
     c = np.array([1.0, -1.0])
     exact = lipschitz(net, domain, c=c, split=False, regions=False, formulation="backward")
-    res = lipschitz(net, domain, c=c, split=False, regions=False, time_limit=1.5, sign_split=False)
+    res = lipschitz(net, domain, c=c, split=False, regions=False, time_limit=1.5)
     assert "raced" in res.message
     assert res.status in ("optimal", "time_limit")
     assert res.upper >= exact.value * (1 - 1e-9)
@@ -126,7 +123,7 @@ def test_race_after_a_probe_with_bounds_stays_exact(monkeypatch):
     domain = Box(np.zeros(5), np.ones(5))
     c = np.array([1.0, -1.0])
     alone = lipschitz(net, domain, c=c, split=False, regions=False, formulation="backward")
-    res = lipschitz(net, domain, c=c, split=False, regions=False, sign_split=False)
+    res = lipschitz(net, domain, c=c, split=False, regions=False)
     assert res.status == "optimal" and res.exact_certified
     assert res.value == pytest.approx(alone.value, rel=1e-6)
     assert res.seconds == pytest.approx(sum(res.timings.values()))
@@ -177,7 +174,7 @@ def test_auto_race_names_each_racers_solver(race_at_once, monkeypatch):
     rng = np.random.default_rng(5)
     net = random_network(rng, [3, 10, 10, 2])
     box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
-    res = lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False, sign_split=False)
+    res = lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
     assert {name: kw["solver"] for name, kw in seen.items()} == {
         "forward (highs)": "highs",
         "backward (scip)": "scip",
@@ -258,7 +255,7 @@ def test_a_problem_that_looks_hard_races_at_once(monkeypatch):
     assert unstable >= lipschitz_module.AUTO_REGION_UNSTABLE_SHARE * 16  # the premise
     seen = _spy_on_race(monkeypatch)
     said: list[str] = []
-    res = lipschitz(net, box, c=c, progress=said.append, sign_split=False)
+    res = lipschitz(net, box, c=c, progress=said.append)
     assert any("racing at once" in line for line in said)
     assert not any("searching regions" in line for line in said[:2])
     assert {name: kw["regions"] for name, kw in seen.items()} == {

@@ -106,15 +106,13 @@ def test_sign_split_with_an_output_norm_equals_brute_force(output_norm):
 @pytest.mark.parametrize(
     "widths, sign_split, splits",
     [
-        ([3, 10, 10, 1], "auto", True),  # two hidden layers: split instead of the race
-        ([3, 10, 10, 1], False, False),
-        ([3, 8, 8, 8, 1], "auto", False),  # three: the race
+        ([3, 10, 10, 1], False, False),  # the default: the race
+        ([3, 10, 10, 1], True, True),  # the split instead of the race
+        ([3, 8, 8, 8, 1], False, False),
         ([3, 8, 8, 8, 1], True, True),
     ],
 )
-def test_auto_splits_instead_of_racing_up_to_two_hidden_layers(
-    widths, sign_split, splits, monkeypatch
-):
+def test_the_split_replaces_the_race_only_when_asked(widths, sign_split, splits, monkeypatch):
     monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)  # every solve that may race does
     seen = _spy_on_race(monkeypatch)
     rng = np.random.default_rng(10)
@@ -131,7 +129,7 @@ def test_auto_splits_instead_of_racing_up_to_two_hidden_layers(
     assert all(kw["sign_split"] is False for kw in seen.values())
     assert any("split on a gradient sign" in m for m in messages) == splits
     assert ("sign_split_entry" in res.model_stats) == splits
-    assert "attack" in res.timings  # "auto": the racers, or the split in their place, attack
+    assert "attack" in res.timings  # attack "auto": the racers, or the split in their place
 
 
 @pytest.mark.parametrize("time_limit", [1.0, 2.5])
@@ -156,7 +154,7 @@ def test_time_limited_sign_split_brackets_the_constant(time_limit):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"sign_split": "yes"}, "sign_split must be True, False or 'auto'"),
+        ({"sign_split": "auto"}, "sign_split must be True or False"),
         ({"sign_split": True, "norm": "l1"}, "sign split needs"),
         ({"sign_split": True, "mode": "lp"}, "sign split needs"),
         ({"sign_split": True, "formulation": "forward"}, "sign split needs"),
