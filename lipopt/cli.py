@@ -223,13 +223,20 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         on="start every MIP from a gradient attack's attained value (about 0.7 s): the solver "
         "must beat it, which prunes from the start (exact mode, fixed c)",
         off="no attack (default: only in the two racers of --formulation auto, or the "
-        "--sign-split in their place)",
+        "--sign-split in their place, and before the halves of --gate-split)",
     )
     perf.add_argument(
         "--sign-split",
         action="store_true",
         help="split the backward model's search on the sign of one gradient entry (--norm "
         "linf): two halves solved side by side, instead of any race (off by default)",
+    )
+    perf.add_argument(
+        "--gate-split",
+        action="store_true",
+        help="split the domain by the hyperplane of the first-layer neuron with the most "
+        "balanced range (--norm linf, fixed c, with --formulation forward or backward): two "
+        "halves solved side by side (off by default)",
     )
     perf.add_argument(
         "--workers",
@@ -520,6 +527,7 @@ def run_solve(args: argparse.Namespace) -> int:
         subnet_bounds=args.subnet_bounds,
         attack=args.attack,
         sign_split=args.sign_split,
+        gate_split=args.gate_split,
     )
     if args.json:
         out = result.to_dict()

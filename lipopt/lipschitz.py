@@ -7,9 +7,10 @@ norm β instead of c, ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}``, the (α, �
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from functools import partial
@@ -343,6 +344,7 @@ def lipschitz(
     subnet_bounds: bool | str = "auto",
     attack: bool | str = "auto",
     sign_split: bool = False,
+    gate_split: bool = False,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -418,8 +420,8 @@ def lipschitz(
             ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
             and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
             default): in the two racers of ``formulation="auto"`` (or, with ``sign_split``, the
-            split in their place), where the problem has proved hard; True: before every MIP;
-            False: never.
+            split in their place), where the problem has proved hard, and before the halves of
+            ``gate_split``; True: before every MIP; False: never.
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
@@ -428,6 +430,17 @@ def lipschitz(
             instead of any race of ``formulation="auto"``; False (the default): never. Off by
             default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
             badly where HiGHS's forward model does (docs/performance.md).
+        gate_split: split the domain by the hyperplane ``z_1i(x) = 0`` of the first-layer
+            unstable neuron i whose pre-activation range ``[l, u]`` is most balanced (largest
+            ``min(-l, u)``): its gate fixed to 1 and to 0, two halves solved side by side on
+            ``workers`` processes under the cutoff of the best attained value
+            (:func:`_gate_split`, ``attack="auto"`` then runs the attack); the constant is the
+            larger of the halves' maxima. Either formulation, named explicitly (with
+            ``formulation="auto"`` the two race on the cores instead), exact mode, the ℓ∞ input
+            norm and a fixed c; not within the parts of a domain split (``split``), which
+            already split the domain. False (the default): never. On HiGHS's forward model of
+            [16,16,16,2] (unit box) it took 55.8 -> 39.0 s and 104.6 -> 80.0 s
+            (docs/performance.md).
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -475,10 +488,25 @@ def lipschitz(
         raise LipschitzError(
             "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
         )
+    if gate_split not in (True, False):
+        raise LipschitzError(f"gate_split must be True or False, got {gate_split!r}")
+    if gate_split is True:
+        if sign_split is True:
+            raise LipschitzError("choose one of the sign split and the gate split, not both")
+        if form is None:
+            raise LipschitzError(
+                "the gate split needs formulation 'forward' or 'backward' (with 'auto' the two "
+                "formulations race on the cores instead)"
+            )
+        if solve_mode is not Mode.EXACT or input_norm is not InputNorm.LINF:
+            raise LipschitzError("the gate split needs mode 'exact' and the l-inf input norm")
+        if isinstance(seed, OutputNorm):
+            raise LipschitzError("the gate split needs a fixed c, not an output norm")
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
         workers=workers, subnet_bounds=subnet_bounds, attack=attack, sign_split=sign_split,
+        gate_split=gate_split,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -513,6 +541,7 @@ def lipschitz(
                 formulation=form or Formulation.BACKWARD,
                 # many small parts: one budget of sub-MIPs each would cost more than it buys
                 subnet_bounds=subnet_bounds is True,
+                gate_split=False,  # the parts already split the domain
             ),
             time_limit,
             bounds,
@@ -549,7 +578,8 @@ def lipschitz(
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = None
-    if attack is True:
+    # the gate split is for hard problems: "auto" starts its halves from the attack
+    if attack is True or (attack == "auto" and gate_split is True):
         start = time.perf_counter()
         start_witness = _attack_witness(network, domain, seed, input_norm, random_seed)
         timings["attack"] = time.perf_counter() - start
@@ -572,19 +602,18 @@ def lipschitz(
         threads=threads,
         verbose=verbose,
     )
+    problem = _Problem(
+        network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
+        max_refinements, gap, np.random.default_rng(random_seed), say, workers,
+    )  # fmt: skip
     if lip.candidates:
-        return _decomposed(
-            network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
-            max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
-            start_witness,
-        )  # fmt: skip
+        return _decomposed(problem, timings, start_witness)
     entry = sign_split_entry(lip, net_bounds) if sign_split is True and not relax else None
     if entry is not None:
-        return _sign_split(
-            network, domain, seed, input_norm, lip, net_bounds, adapter, options, deadline,
-            max_refinements, gap, timings, np.random.default_rng(random_seed), say, workers,
-            start_witness, entry,
-        )  # fmt: skip
+        return _sign_split(problem, timings, start_witness, entry)
+    neuron = gate_split_neuron(lip, net_bounds) if gate_split is True and not relax else None
+    if neuron is not None:
+        return _gate_split(problem, timings, start_witness, neuron)
     start = time.perf_counter()
     cutoff = None if start_witness is None else _below(start_witness.norm_value)
     set_cutoff(lip.model, cutoff)
@@ -853,6 +882,18 @@ def sign_split_entry(lip: LipschitzModel, net_bounds: NetworkBounds) -> int | No
         return None
     width = net_bounds.input_grad_upper - net_bounds.input_grad_lower
     return max(entries, key=lambda j: (float(width[j]), -j))
+
+
+def gate_split_neuron(lip: LipschitzModel, net_bounds: NetworkBounds) -> int | None:
+    """The first-layer neuron whose hyperplane splits the search: of the unstable neurons of
+    the first hidden layer (those with a gate), the one whose pre-activation range ``[l, u]``
+    is most balanced, largest ``min(-l, u)``; None if none."""
+    gates = lip.activations[0] if lip.activations else {}
+    neurons = [i for i in gates if not gates[i].fixed]
+    if not neurons:
+        return None
+    lower, upper = net_bounds.pre_lower[0], net_bounds.pre_upper[0]
+    return max(neurons, key=lambda i: (min(-float(lower[i]), float(upper[i])), -i))
 
 
 def _region_options(
@@ -1255,23 +1296,128 @@ class _Pieces:
         )
 
 
-def _decomposed(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    lip: LipschitzModel,
-    net_bounds: NetworkBounds,
-    adapter: Any,
-    options: SolveOptions,
-    deadline: float | None,
-    max_refinements: int,
-    gap: float | None,
+@dataclass(frozen=True)
+class _Problem:
+    """One built model and everything its pieces are solved with (the ℓ1 decomposition's
+    candidates, the sign split's halves): each piece is this model with something fixed."""
+
+    network: Network
+    domain: Domain
+    seed: Seed
+    norm: InputNorm
+    lip: LipschitzModel
+    net_bounds: NetworkBounds
+    adapter: Any
+    options: SolveOptions
+    deadline: float | None
+    max_refinements: int
+    gap: float | None
+    rng: np.random.Generator
+    say: Callable[[str], None]
+    workers: int | None
+
+    def remaining(self) -> float | None:
+        """Seconds to the deadline (None without one)."""
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def solve(
+        self, cutoff: float | None, remaining: float | None, say: Callable[[str], None]
+    ) -> _Solved:
+        """The model as it stands, under ``objective >= cutoff``, refined
+        (:func:`_solve_refined`)."""
+        options = _candidate_options(self.options, self.adapter.name, remaining, cutoff)
+        return _solve_refined(
+            self.network, self.domain, self.seed, self.norm, self.lip, self.net_bounds,
+            self.adapter, options, self.deadline, self.max_refinements, False, say, cutoff,
+        )  # fmt: skip
+
+    def witness_of(self, points: list[FloatArray]) -> _Witness | None:
+        """The best verified point among the solver's points (no random fallback)."""
+        return _best_witness(
+            self.network, self.domain, self.seed, self.norm, points, self.rng, fallback=False
+        )
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One MIP of a maximum solved in pieces: ``bound`` caps its maximum before it is solved;
+    ``describe(reached)`` is its progress line, given the value already reached."""
+
+    key: Any
+    bound: float
+    describe: Callable[[float], str]
+
+
+def _solve_pieces(
+    problem: _Problem,
+    items: list[_Piece],
+    arrange: Callable[[Any, float | None], contextlib.AbstractContextManager[None]],
+    pieces: _Pieces,
+    floor: float,
     timings: dict[str, float],
-    rng: np.random.Generator,
-    say: Callable[[str], None],
-    workers: int | None = None,
-    start_witness: _Witness | None = None,
+    intro: Callable[[int], str],
+) -> None:
+    """Solve ``items`` in order into ``pieces``, side by side on forked copies of the model
+    when ``problem.workers`` allows (:func:`~lipopt.workers.worker_count`), else one by one.
+
+    ``arrange(key, cutoff)`` sets the model up as the piece ``key`` (and restores it on exit).
+    Each piece starts under the cutoff of the best value attained when it starts, so one that
+    cannot beat it answers "infeasible"; a piece whose ``bound`` is at most the value already
+    reached (the best witness, or ``floor``, reached everywhere) is not solved but bounded;
+    pieces the deadline leaves (or a worker stuck past it) keep their ``bound``.
+    ``intro(workers)``: the first progress line ("" for none). Records the solve and verify
+    seconds in ``timings``."""
+    start = time.perf_counter()
+    count = worker_count(problem.adapter.name, problem.workers, len(items))
+    say = problem.say if count == 1 else silent  # workers' lines would interleave
+
+    def run(task: tuple[int, float | None, float | None]) -> _Solved:
+        position, cutoff, remaining = task
+        with arrange(items[position].key, cutoff):
+            solved = problem.solve(cutoff, remaining, say)
+        return solved if count == 1 else _portable(solved)
+
+    if first_line := intro(count):
+        problem.say(first_line)
+    runner: Any = ForkedWorkers(count, run) if count > 1 else InProcess(run)
+    position = 0
+    try:
+        while True:
+            while runner.idle() and position < len(items):
+                item = items[position]
+                best = pieces.best
+                reached = max(floor, best.norm_value if best is not None else -np.inf)
+                if item.bound <= reached:
+                    pieces.parts.append(item.bound)  # cannot exceed what is already reached
+                elif (remaining := problem.remaining()) is not None and remaining <= 0:
+                    pieces.unsolved(item.bound)
+                else:
+                    problem.say(item.describe(reached))
+                    cutoff = None if best is None else _below(best.norm_value)
+                    runner.submit((position, cutoff, remaining), position)
+                position += 1
+            if not runner.busy():
+                break
+            wait_for = problem.remaining()
+            answer = runner.next_result(None if wait_for is None else max(wait_for + GRACE, 0.0))
+            if answer is None:  # a worker stuck past the time limit: its pieces stay open
+                for stuck in runner.pending():
+                    pieces.unsolved(items[stuck].bound)
+                break
+            done, solved = answer
+            pieces.add(solved, items[done].bound, problem.gap, problem.witness_of)
+    finally:
+        runner.close()
+    solve_seconds = pieces.solve_seconds
+    if count > 1:
+        # the workers' solver seconds add up to more than the wall time they took
+        solve_seconds = min(solve_seconds, time.perf_counter() - start)
+    timings["solve"] = solve_seconds
+    timings["verify"] = time.perf_counter() - start - solve_seconds
+
+
+def _decomposed(
+    problem: _Problem, timings: dict[str, float], start_witness: _Witness | None = None
 ) -> LipschitzResult:
     """``max_x ||g(x)||_∞ = max_{(j, ±)} max_x ±g_j(x)``: one MIP per candidate ``±g_j``.
 
@@ -1281,180 +1427,130 @@ def _decomposed(
     ``±g_j >= cutoff`` with the cutoff just below the best verified value, so an infeasible
     verdict proves the candidate cannot beat it. The upper bound is the largest of the
     candidates' proven bounds (solved, cut off, skipped or left unsolved at the time limit).
-    With ``workers`` (:func:`~lipopt.workers.worker_count`) above 1, candidates are solved side by
-    side on forked copies of the model, each with the cutoff known when it starts; answers are
-    taken as they finish, so where several points attain the best value the witness returned
-    may differ from run to run (the value does not), and ``model`` is the parent's copy
-    (without the candidates' objectives, cutoffs or no-good cuts). ``start_witness``: a verified
-    point found before (the attack's), the first best.
+    With several workers, candidates are solved side by side on forked copies of the model, each
+    with the cutoff known when it starts (:func:`_solve_pieces`); answers are taken as they
+    finish, so where several points attain the best value the witness returned may differ from
+    run to run (the value does not), and ``model`` is the parent's copy (without the
+    candidates' objectives, cutoffs or no-good cuts). ``start_witness``: a verified point found
+    before (the attack's), the first best.
     """
-    start = time.perf_counter()
+    lip = problem.lip
     candidates = lip.candidates
     known = max(c.lower for c in candidates)  # ||g||_∞ >= known at every point
     pieces = _Pieces(start_witness)
-    count = worker_count(adapter.name, workers, len(candidates))
 
-    def solve_candidate(task: tuple[int, float | None, float | None]) -> _Solved:
-        index, cutoff, remaining = task
-        set_candidate(lip.model, lip.gradient, candidates[index], cutoff)
-        run_options = _candidate_options(options, adapter.name, remaining, cutoff)
-        solved = _solve_refined(
-            network, domain, seed, norm, lip, net_bounds, adapter, run_options, deadline,
-            max_refinements, False, say if count == 1 else silent, cutoff,
-        )  # fmt: skip
-        return solved if count == 1 else _portable(solved)
+    def describe(n: int) -> Callable[[float], str]:
+        cand = candidates[n]
+        sign = "+" if cand.sign > 0 else "-"
+        return lambda reached: (
+            f"candidate {n + 1}/{len(candidates)}: max {sign}g[{cand.index}] "
+            f"(bound {cand.upper:.6g}, best {reached:.6g})"
+        )
 
-    def witness_of(points: list[FloatArray]) -> _Witness | None:
-        return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
+    @contextlib.contextmanager
+    def arrange(n: int, cutoff: float | None) -> Iterator[None]:
+        set_candidate(lip.model, lip.gradient, candidates[n], cutoff)  # replaced by the next
+        yield
 
-    if count > 1:
-        say(f"solving the candidates on {count} processes")
-    runner: Any = ForkedWorkers(count, solve_candidate) if count > 1 else InProcess(solve_candidate)
-    position = 0
-    try:
-        while True:
-            while runner.idle() and position < len(candidates):
-                n, cand = position, candidates[position]
-                position += 1
-                best = pieces.best
-                reached = max(known, best.norm_value if best is not None else -np.inf)
-                if cand.upper <= reached:
-                    pieces.parts.append(cand.upper)  # cannot exceed what is already reached
-                    continue
-                remaining = None if deadline is None else deadline - time.perf_counter()
-                if remaining is not None and remaining <= 0:
-                    pieces.unsolved(cand.upper)
-                    continue
-                cutoff = None if best is None else _below(best.norm_value)
-                sign = "+" if cand.sign > 0 else "-"
-                say(
-                    f"candidate {n + 1}/{len(candidates)}: max {sign}g[{cand.index}] "
-                    f"(bound {cand.upper:.6g}, best {reached:.6g})"
-                )
-                runner.submit((n, cutoff, remaining), n)
-            if not runner.busy():
-                break
-            wait_for = None if deadline is None else deadline - time.perf_counter() + GRACE
-            answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
-            if answer is None:  # a worker stuck past the time limit: its candidates stay open
-                for n in runner.pending():
-                    pieces.unsolved(candidates[n].upper)
-                break
-            n, solved = answer
-            pieces.add(solved, candidates[n].upper, gap, witness_of)
-    finally:
-        runner.close()
-    solve_seconds = pieces.solve_seconds
-    if count > 1:
-        # the workers' solver seconds add up to more than the wall time they took
-        solve_seconds = min(solve_seconds, time.perf_counter() - start)
+    def intro(count: int) -> str:
+        return f"solving the candidates on {count} processes" if count > 1 else ""
+
+    items = [_Piece(n, cand.upper, describe(n)) for n, cand in enumerate(candidates)]
+    _solve_pieces(problem, items, arrange, pieces, known, timings, intro)
     if pieces.best is None:  # nothing solved: a few random points, each region checked
-        pieces.best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
-    timings["solve"] = solve_seconds
-    timings["verify"] = time.perf_counter() - start - solve_seconds
+        pieces.best = _best_witness(
+            problem.network, problem.domain, problem.seed, problem.norm,
+            list(problem.domain.sample(8, problem.rng)), problem.rng,
+        )  # fmt: skip
     stats = dict(
         candidates=len(candidates),
         candidates_solved=pieces.solved,
         candidates_cut_off=pieces.cut_off,
     )
-    return pieces.result(lip, seed, norm, known, timings, stats, "none (bounds sufficed)")
+    return pieces.result(
+        lip, problem.seed, problem.norm, known, timings, stats, "none (bounds sufficed)"
+    )
 
 
 def _sign_split(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    lip: LipschitzModel,
-    net_bounds: NetworkBounds,
-    adapter: Any,
-    options: SolveOptions,
-    deadline: float | None,
-    max_refinements: int,
-    gap: float | None,
-    timings: dict[str, float],
-    rng: np.random.Generator,
-    say: Callable[[str], None],
-    workers: int | None,
-    start_witness: _Witness | None,
-    entry: int,
+    problem: _Problem, timings: dict[str, float], start_witness: _Witness | None, entry: int
 ) -> LipschitzResult:
     """``max_x ||g(x)||_1 = max(max_{x: g_j(x) >= 0} ||g(x)||_1, max_{x: g_j(x) <= 0} ||g(x)||_1)``:
     the model with the sign binary ``σ_j`` of ``entry`` fixed to 1, then to 0 (``|g_j| = g_j``,
-    resp. ``-g_j``, and the other sign infeasible), two MIPs whose union covers the domain.
+    resp. ``-g_j``, and the other sign infeasible): :func:`_binary_split`."""
+    return _binary_split(
+        problem, timings, start_witness, problem.lip.model.g_sign[entry],
+        (f"g[{entry}] >= 0", f"g[{entry}] <= 0"), f"the sign of g[{entry}]",
+        dict(sign_split_entry=entry),
+    )  # fmt: skip
+
+
+def _gate_split(
+    problem: _Problem, timings: dict[str, float], start_witness: _Witness | None, neuron: int
+) -> LipschitzResult:
+    """The domain cut by the hyperplane ``z_1i(x) = W_1[i] x + b_1[i] = 0`` of the first-layer
+    neuron ``i``: its gate fixed to 1 (``z_1i >= 0``, the neuron passes ``z_1i``), then to 0
+    (``z_1i <= 0``, it passes 0), two MIPs whose union covers the domain, in either
+    formulation: :func:`_binary_split`."""
+    return _binary_split(
+        problem, timings, start_witness, problem.lip.activations[0][neuron],
+        (f"z1[{neuron}] >= 0", f"z1[{neuron}] <= 0"), f"neuron {neuron} of the first layer",
+        dict(gate_split_neuron=neuron),
+    )  # fmt: skip
+
+
+def _binary_split(
+    problem: _Problem,
+    timings: dict[str, float],
+    start_witness: _Witness | None,
+    binary: Any,
+    labels: tuple[str, str],
+    subject: str,
+    stats: dict[str, int],
+) -> LipschitzResult:
+    """The maximum as the larger of two: the model with ``binary`` fixed to 1 (the half
+    ``labels[0]``), then to 0 (``labels[1]``), where every point of the domain lies in one half.
 
     Both run under the cutoff ``objective >= L`` (less 1e-6 relative) of the best attained
     value ``L``: ``start_witness`` (the attack's) or, without one, the best of a few sampled
     points, so a half that cannot beat ``L`` answers "infeasible" and is bounded by the cutoff.
-    With ``workers`` (:func:`~lipopt.workers.worker_count`) above 1 the halves run side by side
-    on forked copies of the model; in one process the second half takes the cutoff of what the
-    first attained. The upper bound is the larger of the halves' proven bounds (a half without
-    one keeps the sum of the ``|g_k|`` bounds); the witness is the best point attained.
+    With several workers the halves run side by side on forked copies of the model
+    (:func:`_solve_pieces`); in one process the second half takes the cutoff of what the first
+    attained. The upper bound is the larger of the halves' proven bounds (a half without one
+    keeps ``Σ_k max(|l_k|, |u_k|)`` over the input-gradient bounds, at least ``||g||_1``
+    everywhere: the ℓ∞ input norm's constant); the witness is the best point attained.
     """
-    start = time.perf_counter()
+    lip, network, domain, rng = problem.lip, problem.network, problem.domain, problem.rng
     pieces = _Pieces(start_witness)
     if pieces.best is None:  # random points are differentiable with probability one: attained
-        pieces.best = _best_witness(network, domain, seed, norm, list(domain.sample(8, rng)), rng)
-    low, high = net_bounds.input_grad_lower, net_bounds.input_grad_upper
+        pieces.best = _best_witness(
+            network, domain, problem.seed, problem.norm, list(domain.sample(8, rng)), rng
+        )
+    low, high = problem.net_bounds.input_grad_lower, problem.net_bounds.input_grad_upper
     static = float(np.sum(np.maximum(np.abs(low), np.abs(high))))  # >= ||g||_1 everywhere
-    sign = lip.model.g_sign[entry]
-    count = worker_count(adapter.name, workers, 2)
 
-    def solve_half(task: tuple[float, float | None, float | None]) -> _Solved:
-        value, cutoff, remaining = task
-        sign.fix(value)
+    def describe(value: float) -> Callable[[float], str]:
+        label = labels[0] if value else labels[1]
+        return lambda _: f"half {label} (best {_attained(pieces.best)})"
+
+    @contextlib.contextmanager
+    def arrange(value: float, cutoff: float | None) -> Iterator[None]:
+        binary.fix(value)
         set_cutoff(lip.model, cutoff)
         try:
-            solved = _solve_refined(
-                network, domain, seed, norm, lip, net_bounds, adapter,
-                _candidate_options(options, adapter.name, remaining, cutoff), deadline,
-                max_refinements, False, say if count == 1 else silent, cutoff,
-            )  # fmt: skip
+            yield
         finally:
-            sign.unfix()
+            binary.unfix()
             set_cutoff(lip.model, None)
-        return solved if count == 1 else _portable(solved)
 
-    def witness_of(points: list[FloatArray]) -> _Witness | None:
-        return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
+    def intro(count: int) -> str:
+        side_by_side = f": two halves on {count} processes" if count > 1 else ""
+        return f"splitting the search on {subject}{side_by_side}"
 
-    say(
-        f"splitting the search on the sign of g[{entry}]"
-        + (f": two halves on {count} processes" if count > 1 else "")
-    )
-    runner: Any = ForkedWorkers(count, solve_half) if count > 1 else InProcess(solve_half)
-    halves = [1.0, 0.0]
-    try:
-        while True:
-            while runner.idle() and halves:
-                value = halves.pop(0)
-                remaining = None if deadline is None else deadline - time.perf_counter()
-                if remaining is not None and remaining <= 0:
-                    pieces.unsolved(static)
-                    continue
-                best = pieces.best
-                cutoff = None if best is None else _below(best.norm_value)
-                say(f"half g[{entry}] {'>=' if value else '<='} 0 (best {_attained(best)})")
-                runner.submit((value, cutoff, remaining), value)
-            if not runner.busy():
-                break
-            wait_for = None if deadline is None else deadline - time.perf_counter() + GRACE
-            answer = runner.next_result(None if wait_for is None else max(wait_for, 0.0))
-            if answer is None:  # a worker stuck past the time limit: its half stays open
-                for _ in runner.pending():
-                    pieces.unsolved(static)
-                break
-            pieces.add(answer[1], static, gap, witness_of)
-    finally:
-        runner.close()
-    solve_seconds = pieces.solve_seconds
-    if count > 1:
-        # the workers' solver seconds add up to more than the wall time they took
-        solve_seconds = min(solve_seconds, time.perf_counter() - start)
-    timings["solve"] = solve_seconds
-    timings["verify"] = time.perf_counter() - start - solve_seconds
-    stats = dict(sign_split_entry=entry, halves_cut_off=pieces.cut_off)
-    return pieces.result(lip, seed, norm, -np.inf, timings, stats, "none")
+    items = [_Piece(value, static, describe(value)) for value in (1.0, 0.0)]
+    _solve_pieces(problem, items, arrange, pieces, -np.inf, timings, intro)
+    stats = dict(stats, halves_cut_off=pieces.cut_off)
+    return pieces.result(lip, problem.seed, problem.norm, -np.inf, timings, stats, "none")
 
 
 def _attained(witness: _Witness | None) -> str:
