@@ -354,3 +354,20 @@ def test_cli_sign_split(tmp_path, capsys):
     assert values[True] == pytest.approx(values[False], rel=1e-6)
     code, out, err = _run(capsys, *base, "--sign-split", "--norm", "l1")
     assert code != 0 and "sign split needs" in err and "Traceback" not in err
+
+
+def test_cli_gate_split(tmp_path, capsys):
+    """--gate-split splits the domain on a first-layer neuron's hyperplane (progress names it)
+    without changing the value; without a named formulation it is a clear error."""
+    net = random_network(np.random.default_rng(7), [3, 8, 8, 2])
+    path = str(save_onnx(net, tmp_path / "net.onnx"))
+    base = ["solve", path, "--box", "0,1", "--c", "1,-1", "--json", "--no-regions", "--no-split"]
+    values = {}
+    for extra in ([], ["--gate-split"]):
+        code, out, err = _run(capsys, *base, "--formulation", "forward", *extra)
+        assert code == 0
+        assert ("of the first layer" in err) == bool(extra)
+        values[bool(extra)] = json.loads(out)["value"]
+    assert values[True] == pytest.approx(values[False], rel=1e-6)
+    code, out, err = _run(capsys, *base, "--gate-split")
+    assert code != 0 and "needs formulation" in err and "Traceback" not in err
