@@ -14,10 +14,12 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
   regions=False, attack=False, sign_split=False``), the backward model alone: the paper's
   formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions, backward, forward, noattack, signsplit (only with ``--configs``): the
-  default without the ℓ1-norm decomposition, without the region search, with one formulation
-  instead of the race, without the attack's cutoff in the racers, or with the backward model
-  split on a gradient sign instead of the race (``sign_split=True``).
+- nodecomp, noregions, backward, forward, noattack, signsplit, gatesplit (only with
+  ``--configs``): the default without the ℓ1-norm decomposition, without the region search,
+  with one formulation instead of the race, without the attack's cutoff in the racers, with the
+  backward model split on a gradient sign instead of the race (``sign_split=True``), or with
+  the forward model alone, split on a first-layer neuron's hyperplane (``gate_split=True``;
+  these two need the ℓ∞ input norm: ``--norms linf``).
 
 The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
 ``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
@@ -85,6 +87,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "forward": {"formulation": "forward"},
     "noattack": {"attack": False},
     "signsplit": {"sign_split": True},
+    "gatesplit": {"formulation": "forward", "gate_split": True},
 }
 
 
