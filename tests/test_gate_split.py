@@ -137,10 +137,19 @@ def test_domain_split_parts_do_not_split_again(monkeypatch):
     assert seen and not any(seen)  # MIPs were solved, none with a first-layer gate fixed
 
 
+# both ways of splitting in halves share one driver (_binary_split): each is checked here
+SPLITS = [
+    {"formulation": "forward", "gate_split": True},
+    {"formulation": "backward", "gate_split": True},
+    {"formulation": "backward", "sign_split": True},
+]
+
+
+@pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("time_limit", [1.0, 2.5])
-def test_time_limited_gate_split_brackets_the_constant(time_limit):
-    """Stopped early, the upper bound is the larger of the halves' proven (or static) bounds
-    and the lower bound is attained. No timing asserted."""
+def test_time_limited_split_brackets_the_constant(time_limit, split):
+    """Stopped early (gate or sign split), the upper bound is the larger of the halves' proven
+    (or static) bounds and the lower bound is attained. No timing asserted."""
     rng = np.random.default_rng(8)
     net = random_network(rng, [5, 14, 14, 2])
     box = Box(np.zeros(5), np.ones(5))
@@ -148,8 +157,7 @@ def test_time_limited_gate_split_brackets_the_constant(time_limit):
     exact = lipschitz(net, box, c=c, formulation="backward", regions=False)
     assert exact.status == "optimal"
     res = lipschitz(
-        net, box, c=c, formulation="forward", regions=False, gate_split=True,
-        time_limit=time_limit,
+        net, box, c=c, regions=False, time_limit=time_limit, **split
     )  # fmt: skip
     assert res.status in ("optimal", "time_limit")
     assert res.lower <= exact.value * (1 + 1e-9) <= res.upper * (1 + 2e-9)

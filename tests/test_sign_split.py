@@ -132,25 +132,6 @@ def test_the_split_replaces_the_race_only_when_asked(widths, sign_split, splits,
     assert "attack" in res.timings  # attack "auto": the racers, or the split in their place
 
 
-@pytest.mark.parametrize("time_limit", [1.0, 2.5])
-def test_time_limited_sign_split_brackets_the_constant(time_limit):
-    """Stopped early, the upper bound is the larger of the halves' proven (or static) bounds
-    and the lower bound is attained. No timing asserted."""
-    rng = np.random.default_rng(8)
-    net = random_network(rng, [5, 14, 14, 2])
-    box = Box(np.zeros(5), np.ones(5))
-    c = np.array([1.0, -1.0])
-    exact = lipschitz(net, box, c=c, formulation="backward", regions=False)
-    assert exact.status == "optimal"
-    res = lipschitz(
-        net, box, c=c, formulation="backward", regions=False, sign_split=True,
-        time_limit=time_limit,
-    )  # fmt: skip
-    assert res.status in ("optimal", "time_limit")
-    assert res.lower <= exact.value * (1 + 1e-9) <= res.upper * (1 + 2e-9)
-    assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [
