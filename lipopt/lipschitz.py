@@ -433,14 +433,17 @@ def lipschitz(
         gate_split: split the domain by the hyperplane ``z_1i(x) = 0`` of the first-layer
             unstable neuron i whose pre-activation range ``[l, u]`` is most balanced (largest
             ``min(-l, u)``): its gate fixed to 1 and to 0, two halves solved side by side on
-            ``workers`` processes under the cutoff of the best attained value
+            two of the ``workers`` processes under the cutoff of the best attained value
             (:func:`_gate_split`, ``attack="auto"`` then runs the attack); the constant is the
             larger of the halves' maxima. Either formulation, named explicitly (with
             ``formulation="auto"`` the two race on the cores instead), exact mode, the ℓ∞ input
             norm and a fixed c; not within the parts of a domain split (``split``), which
-            already split the domain. False (the default): never. On HiGHS's forward model of
-            [16,16,16,2] (unit box) it took 55.8 -> 39.0 s and 104.6 -> 80.0 s
-            (docs/performance.md).
+            already split the domain, nor where the first layer has no unstable neuron (the
+            model is then solved whole, after the attack). In one process (``workers=1`` or one
+            core) the halves run in turn, the first with all the time left. False (the
+            default): never. On HiGHS's forward model of [16,16,16,2] (unit box) it took
+            45.6 -> 35.0 s and 100.2 -> 80.9 s against the whole model with the same cutoff;
+            on SCIP's backward model of [10,20,20,1] 32.5 -> 38.3 s (docs/performance.md).
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -478,7 +481,7 @@ def lipschitz(
         raise LipschitzError(
             "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
         )
-    if sign_split not in (True, False):
+    if not isinstance(sign_split, bool):  # 1 or numpy's True would be silently ignored
         raise LipschitzError(f"sign_split must be True or False, got {sign_split!r}")
     if sign_split is True and (
         solve_mode is not Mode.EXACT
@@ -488,7 +491,7 @@ def lipschitz(
         raise LipschitzError(
             "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
         )
-    if gate_split not in (True, False):
+    if not isinstance(gate_split, bool):
         raise LipschitzError(f"gate_split must be True or False, got {gate_split!r}")
     if gate_split is True:
         if sign_split is True:
@@ -614,6 +617,8 @@ def lipschitz(
     neuron = gate_split_neuron(lip, net_bounds) if gate_split is True and not relax else None
     if neuron is not None:
         return _gate_split(problem, timings, start_witness, neuron)
+    if gate_split is True and not relax:
+        say("gate split: no unstable neuron in the first layer; solving the model whole")
     start = time.perf_counter()
     cutoff = None if start_witness is None else _below(start_witness.norm_value)
     set_cutoff(lip.model, cutoff)
@@ -1205,8 +1210,8 @@ def _portable(solved: _Solved) -> _Solved:
 @dataclass
 class _Pieces:
     """Bookkeeping of a maximum solved as several MIPs whose largest maximum is the constant
-    (the ℓ1 decomposition's candidates, the sign split's halves): every piece's certified
-    bound and status, and the best point attained so far."""
+    (the ℓ1 decomposition's candidates, the halves of the sign and gate splits): every piece's
+    certified bound and status, and the best point attained so far."""
 
     best: _Witness | None
     parts: list[float] = field(default_factory=list)
@@ -1299,7 +1304,8 @@ class _Pieces:
 @dataclass(frozen=True)
 class _Problem:
     """One built model and everything its pieces are solved with (the ℓ1 decomposition's
-    candidates, the sign split's halves): each piece is this model with something fixed."""
+    candidates, the halves of the sign and gate splits): each piece is this model with
+    something fixed."""
 
     network: Network
     domain: Domain
@@ -1403,6 +1409,8 @@ def _solve_pieces(
             if answer is None:  # a worker stuck past the time limit: its pieces stay open
                 for stuck in runner.pending():
                     pieces.unsolved(items[stuck].bound)
+                for never in items[position:]:  # not started: their bounds stand
+                    pieces.unsolved(never.bound)
                 break
             done, solved = answer
             pieces.add(solved, items[done].bound, problem.gap, problem.witness_of)
@@ -1518,7 +1526,8 @@ def _binary_split(
     (:func:`_solve_pieces`); in one process the second half takes the cutoff of what the first
     attained. The upper bound is the larger of the halves' proven bounds (a half without one
     keeps ``Σ_k max(|l_k|, |u_k|)`` over the input-gradient bounds, at least ``||g||_1``
-    everywhere: the ℓ∞ input norm's constant); the witness is the best point attained.
+    everywhere: the ℓ∞ input norm's constant; where that bound is already attained, no half is
+    solved); the witness is the best point attained.
     """
     lip, network, domain, rng = problem.lip, problem.network, problem.domain, problem.rng
     pieces = _Pieces(start_witness)

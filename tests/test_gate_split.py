@@ -57,14 +57,13 @@ def test_gate_split_equals_brute_force(case, formulation, monkeypatch):
     cvec = np.ones(1) if c is None else c
     assert dual_norm(net.gradients(res.witness, cvec), norm) == pytest.approx(res.lower)
     gates = res.model.activations[0]
-    if not gates:  # no unstable neuron in the first layer: nothing to split
-        assert not seen and "gate_split_neuron" not in res.model_stats
-        return
+    assert gates, "every l-inf oracle case has unstable first-layer neurons"
     neuron = res.model_stats["gate_split_neuron"]
     assert {(i, v) for i, v, _ in seen} == {(neuron, 1.0), (neuron, 0.0)}
     assert "attack" in res.timings  # attack "auto" runs before the halves
     assert all(cut is not None and cut <= truth.value for _, _, cut in seen)
-    bounds = lipschitz_module.propagate(net, domain, lipschitz_module.resolve_seed(net, c, None))
+    seed = lipschitz_module.resolve_seed(net, c, None)
+    bounds = lipschitz_module.propagate(net, domain, seed, method="linear")
     lo, hi = bounds.pre_lower[0], bounds.pre_upper[0]
     assert min(-lo[neuron], hi[neuron]) == max(min(-lo[i], hi[i]) for i in gates)
     # the returned model is the plain problem again
@@ -91,6 +90,23 @@ def test_the_split_hyperplane_cuts_the_box_and_sampled_gradients_stay_below(form
     assert side.any() and (~side).any()
     norms = np.array([dual_norm(net.gradients(x, np.ones(1)), "linf") for x in points])
     assert norms.max() <= res.upper * (1 + 1e-9)
+
+
+def test_without_an_unstable_first_layer_neuron_the_model_is_solved_whole():
+    """A tiny ball: every neuron is stable, the gradient is one number, nothing is split, and the
+    progress says so."""
+    from lipopt import LinfBall
+
+    net = random_network(np.random.default_rng(3), [3, 6, 5, 1])
+    centre = np.full(3, 0.5)
+    messages: list[str] = []
+    res = lipschitz(
+        net, LinfBall(centre, 1e-9), formulation="backward", split=False, regions=False,
+        gate_split=True, progress=messages.append,
+    )  # fmt: skip
+    assert res.status == "optimal" and "gate_split_neuron" not in res.model_stats
+    assert res.value == pytest.approx(dual_norm(net.gradients(centre, np.ones(1)), "linf"))
+    assert any("no unstable neuron in the first layer" in m for m in messages)
 
 
 @needs_fork
@@ -160,6 +176,7 @@ def test_time_limited_split_brackets_the_constant(time_limit, split):
         net, box, c=c, regions=False, time_limit=time_limit, **split
     )  # fmt: skip
     assert res.status in ("optimal", "time_limit")
+    assert "gate_split_neuron" in res.model_stats or "sign_split_entry" in res.model_stats
     assert res.lower <= exact.value * (1 + 1e-9) <= res.upper * (1 + 2e-9)
     assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
 
@@ -168,6 +185,8 @@ def test_time_limited_split_brackets_the_constant(time_limit, split):
     "kwargs, message",
     [
         ({"gate_split": "auto"}, "gate_split must be True or False"),
+        ({"gate_split": 1, "formulation": "forward"}, "gate_split must be True or False"),
+        ({"gate_split": np.True_, "formulation": "forward"}, "gate_split must be True or False"),
         ({"gate_split": True}, "needs formulation 'forward' or 'backward'"),
         ({"gate_split": True, "formulation": "forward", "norm": "l1"}, "gate split needs"),
         ({"gate_split": True, "formulation": "backward", "mode": "lp"}, "gate split needs"),
