@@ -239,6 +239,14 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "halves solved side by side (off by default)",
     )
     perf.add_argument(
+        "--no-split-leader",
+        dest="split_leader",
+        action="store_false",
+        help="let the two racers of --formulation auto run to the end (default: if neither has "
+        "finished after 30 s, the one with the smaller proven bound is solved again split in "
+        "halves on two processes)",
+    )
+    perf.add_argument(
         "--workers",
         type=int,
         metavar="N",
@@ -528,6 +536,7 @@ def run_solve(args: argparse.Namespace) -> int:
         attack=args.attack,
         sign_split=args.sign_split,
         gate_split=args.gate_split,
+        split_leader=args.split_leader,
     )
     if args.json:
         out = result.to_dict()

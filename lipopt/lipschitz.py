@@ -29,7 +29,7 @@ from lipopt.formulation.objective import set_candidate, set_cutoff
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.progress import heartbeat, silent
-from lipopt.race import RACE_AFTER, merge, race
+from lipopt.race import LEADER_AFTER, RACE_AFTER, merge, race_answers
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
@@ -314,6 +314,31 @@ def _attack_witness(
     return _best_witness(network, domain, seed, norm, [point], rng, fallback=False)
 
 
+def _start_point(
+    start: ArrayLike | None, network: Network, domain: Domain, mode: Mode, seed: Seed
+) -> FloatArray | None:
+    """``start`` checked: a finite point of the domain with one entry per input (None: none)."""
+    if start is None:
+        return None
+    if mode is not Mode.EXACT or isinstance(seed, OutputNorm):
+        raise LipschitzError("a start point needs mode 'exact' and a fixed c (not an output norm)")
+    try:
+        point = np.asarray(start, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise LipschitzError(
+            f"start must be a point of {network.input_dim} numbers, got {start!r}"
+        ) from None
+    if point.shape != (network.input_dim,):
+        raise LipschitzError(
+            f"start must have {network.input_dim} entries (one per input), got shape {point.shape}"
+        )
+    if not np.all(np.isfinite(point)):
+        raise LipschitzError("start must be finite")
+    if not domain.contains(point):
+        raise LipschitzError("start must lie in the domain")
+    return point
+
+
 def _below(value: float) -> float:
     """A cutoff just below an attained value: the solver's tolerances cannot cut it off."""
     return value - 1e-6 * max(1.0, abs(value))
@@ -345,6 +370,8 @@ def lipschitz(
     attack: bool | str = "auto",
     sign_split: bool = False,
     gate_split: bool = False,
+    split_leader: bool = True,
+    start: ArrayLike | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -444,6 +471,19 @@ def lipschitz(
             default): never. On HiGHS's forward model of [16,16,16,2] (unit box) it took
             45.6 -> 35.0 s and 100.2 -> 80.9 s against the whole model with the same cutoff;
             on SCIP's backward model of [10,20,20,1] 32.5 -> 38.3 s (docs/performance.md).
+        split_leader: where the two formulations race (``formulation="auto"``), stop both
+            after :data:`~lipopt.race.LEADER_AFTER` seconds if neither has finished, and solve
+            the one with the smaller proven upper bound again, split in halves on both cores
+            (the forward model by ``gate_split``, the backward one by ``sign_split``) for the
+            time left, from the racers' best attained point (``start``); the answer keeps the
+            best bounds of the race and the split (:func:`_split_leader`). True (the default);
+            False: the racers run to the end. On the unit boxes of benchmarks/speed.py it took
+            [10,20,20,1] seed 1 from 209.9 to about 140 s and cost a few seconds where the race
+            ends soon after the decision (docs/performance.md).
+        start: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
+            verified as any witness, becomes the MIP's cutoff as the attack's value does (the
+            larger of the two is used). Exact mode and a fixed c only; ignored within the
+            parts of a domain split and by the region search.
     """
     say = progress or silent
     input_norm = InputNorm.parse(norm)
@@ -493,6 +533,9 @@ def lipschitz(
         )
     if not isinstance(gate_split, bool):
         raise LipschitzError(f"gate_split must be True or False, got {gate_split!r}")
+    if not isinstance(split_leader, bool):
+        raise LipschitzError(f"split_leader must be True or False, got {split_leader!r}")
+    start_point = _start_point(start, network, domain, solve_mode, seed)
     if gate_split is True:
         if sign_split is True:
             raise LipschitzError("choose one of the sign split and the gate split, not both")
@@ -509,7 +552,7 @@ def lipschitz(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
         workers=workers, subnet_bounds=subnet_bounds, attack=attack, sign_split=sign_split,
-        gate_split=gate_split,
+        gate_split=gate_split, split_leader=split_leader, start=start_point,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -545,6 +588,7 @@ def lipschitz(
                 # many small parts: one budget of sub-MIPs each would cost more than it buys
                 subnet_bounds=subnet_bounds is True,
                 gate_split=False,  # the parts already split the domain
+                start=None,  # a point of the whole domain, outside most parts
             ),
             time_limit,
             bounds,
@@ -588,6 +632,15 @@ def lipschitz(
         timings["attack"] = time.perf_counter() - start
         if start_witness is not None:
             say(f"attack: {start_witness.norm_value:.6g} attained; the MIP must beat it")
+    if start_point is not None and not relax:
+        given = _best_witness(
+            network, domain, seed, input_norm, [start_point], np.random.default_rng(0), False
+        )
+        if given is not None and (
+            start_witness is None or given.norm_value > start_witness.norm_value
+        ):
+            start_witness = given
+            say(f"start point: {given.norm_value:.6g} attained; the MIP must beat it")
     if time_limit is not None:  # the bounds, the build and the attack came out of the limit
         spent = time.perf_counter() - call_start
         time_limit = max(time_limit - spent, MIN_SOLVE_SHARE * time_limit)
@@ -782,46 +835,138 @@ def _probe_then_race(
             network, domain, seed, norm, arguments, remaining, progress, say, probe, probed,
             probe_seconds,
         )  # fmt: skip
-    entries = {}
+    entries: dict[str, dict[str, Any]] = {}
+    racers: dict[str, tuple[Formulation, str]] = {}
+    # split_leader: the racers stop at the decision if enough time is left for the split after it
+    decide = arguments["split_leader"] and (
+        remaining is None or remaining >= LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS
+    )
+    race_limit = LEADER_AFTER if decide else remaining
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = _race_solver(arguments["solver"], form)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
         # "auto": the racers start from the attack's value (the problem has proved hard)
         attack = True if arguments["attack"] == "auto" else arguments["attack"]
-        entries[f"{form.value} ({solver})"] = dict(
-            arguments, norm=norm, c=seed, regions=search, split=False, time_limit=remaining,
+        name = f"{form.value} ({solver})"
+        racers[name] = (form, solver)
+        entries[name] = dict(
+            arguments, norm=norm, c=seed, regions=search, split=False, time_limit=race_limit,
             formulation=form, solver=solver, attack=attack, sign_split=False,
         )  # fmt: skip
     names = " and the ".join(entries)
+    until = f" for {LEADER_AFTER:g} s" if decide else ""
     say(
-        f"not finished in {probe_limit:g} s: racing the {names} model on two processes..."
+        f"not finished in {probe_limit:g} s: racing the {names} model on two processes{until}..."
         if probe
-        else f"racing the {names} model on two processes (the backward one searches regions "
-        "first)..."
+        else f"racing the {names} model on two processes{until} (the backward one searches "
+        "regions first)..."
     )
     race_start = time.perf_counter()
     try:
-        with heartbeat(say, "racing", remaining):
-            winner, result = race(network, domain, entries, remaining)
+        try:
+            with heartbeat(say, "racing", race_limit):
+                winner, answers = race_answers(network, domain, entries, race_limit)
+        except NoBoundError:
+            left = None if remaining is None else remaining - (time.perf_counter() - race_start)
+            if not decide or (left is not None and left < MIN_RACE_SECONDS):
+                raise
+            # no racer proved a bound by the decision (a large model): race for the time left
+            say(f"no racer proved a bound in {LEADER_AFTER:g} s; racing them for the time left...")
+            decide = False
+            entries = {name: dict(entry, time_limit=left) for name, entry in entries.items()}
+            with heartbeat(say, "racing", left):
+                winner, answers = race_answers(network, domain, entries, left)
     except SolverError as err:
         if probed is None:
             raise
         say(f"the race failed ({err}); answering with the probe's bounds")
         return probed
     race_seconds = time.perf_counter() - race_start
-    merged = merge([result] if probed is None else [result, probed])
+    earlier = [] if probed is None else [probed]
+    result = answers[winner] if winner is not None else merge(list(answers.values()))
     # the answering racer's own stages, the probe, and the race's overhead beyond those stages
     # (starting processes, waiting for the slower racer's verdict): together the wall time
-    timings = dict(result.timings)
-    if probe:
-        timings["probe"] = probe_seconds
+    timings_before = {"probe": probe_seconds} if probe else {}
+    timings = dict(result.timings, **timings_before)
     timings["race"] = max(race_seconds - sum(result.timings.values()), 0.0)
+    if winner is None and decide:
+        left = None if remaining is None else remaining - race_seconds
+        leader = min(answers, key=lambda name: answers[name].upper)
+        return _split_leader(
+            network, domain, seed, norm, arguments, answers, leader, racers[leader], left,
+            progress, say, earlier, dict(timings_before, race=race_seconds),
+        )  # fmt: skip
+    merged = merge([result, *earlier])
     note = (
         f"the {winner} model finished first of the two raced"
-        if winner != "merged"
+        if winner is not None
         else "neither raced model finished; best bounds of both kept"
     )
+    say(note)
+    return replace(
+        merged,
+        timings=timings,
+        message=f"{merged.message}; {note}" if merged.message else note,
+        model=None,
+    )
+
+
+#: ``split_leader``: the least time the split of the leader must have after the decision, or
+#: the racers run to the end
+MIN_LEADER_SPLIT_SECONDS = 10.0
+
+
+def _split_leader(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    arguments: dict[str, Any],
+    answers: dict[str, LipschitzResult],
+    leader: str,
+    model: tuple[Formulation, str],
+    remaining: float | None,
+    progress: Callable[[str], None] | None,
+    say: Callable[[str], None],
+    earlier: list[LipschitzResult],
+    timings: dict[str, float],
+) -> LipschitzResult:
+    """Neither racer finished by :data:`~lipopt.race.LEADER_AFTER`: the ``leader`` (smaller
+    proven upper bound) solved again from scratch, split in halves on both cores (the forward
+    model on a first-layer gate, :func:`_gate_split`; the backward one on a gradient sign,
+    :func:`_sign_split`), from the best point the racers attained, for the time left. Every
+    answer is certified, so the result keeps the best bounds of the racers, the split and
+    ``earlier`` (the probe's); if the split fails or no time is left, the racers' stand."""
+    form, solver = model
+    raced = merge([*answers.values(), *earlier])
+    if remaining is not None and remaining < MIN_RACE_SECONDS:
+        return replace(raced, timings=timings, model=None)
+    # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
+    point = raced.witness
+    start = point if point is not None and domain.contains(point) else None
+    others = ", ".join(f"{answers[name].upper:.6g} for the {name}" for name in answers)
+    how = "a first-layer gate" if form is Formulation.FORWARD else "a gradient sign"
+    say(
+        f"neither racer finished in {LEADER_AFTER:g} s (proven bounds {others}); the {leader} "
+        f"model again, split on {how} on two processes..."
+    )
+    note = f"neither racer finished in {LEADER_AFTER:g} s; the {leader} model split in halves"
+    attack = True if arguments["attack"] == "auto" else arguments["attack"]
+    try:
+        result = lipschitz(
+            network, domain, norm, seed, **dict(
+                arguments, regions=False, split=False, time_limit=remaining, formulation=form,
+                solver=solver, attack=attack, sign_split=form is Formulation.BACKWARD,
+                gate_split=form is Formulation.FORWARD, start=start, progress=progress,
+            ),
+        )  # fmt: skip
+    except SolverError as err:
+        say(f"the split solve failed ({err}); answering with the racers' bounds")
+        return replace(raced, timings=timings, model=None)
+    merged = merge([result, raced])
+    for key, value in result.timings.items():
+        timings[key] = timings.get(key, 0.0) + value
     say(note)
     return replace(
         merged,

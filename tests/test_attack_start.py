@@ -136,7 +136,7 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
         seen.update(entries)
         raise lipschitz_module.SolverError("stopped by the test")
 
-    monkeypatch.setattr(lipschitz_module, "race", fake_race)
+    monkeypatch.setattr(lipschitz_module, "race_answers", fake_race)
     monkeypatch.setattr(lipschitz_module, "worker_count", lambda *args: 2)
     monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
     try:

@@ -371,3 +371,28 @@ def test_cli_gate_split(tmp_path, capsys):
     assert values[True] == pytest.approx(values[False], rel=1e-6)
     code, out, err = _run(capsys, *base, "--gate-split")
     assert code != 0 and "needs formulation" in err and "Traceback" not in err
+
+
+def test_cli_no_split_leader(tmp_path, capsys, monkeypatch):
+    """--no-split-leader hands split_leader=False to lipschitz(); the default is True; the
+    value is the same either way."""
+    import lipopt.cli as cli_module
+
+    seen: list[bool] = []
+    real = cli_module.lipschitz
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["split_leader"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli_module, "lipschitz", spy)
+    net = random_network(np.random.default_rng(7), [3, 8, 8, 2])
+    path = str(save_onnx(net, tmp_path / "net.onnx"))
+    base = ["solve", path, "--box", "0,1", "--c", "1,-1", "--json", "--no-split"]
+    values = []
+    for extra in ([], ["--no-split-leader"]):
+        code, out, _ = _run(capsys, *base, *extra)
+        assert code == 0
+        values.append(json.loads(out)["value"])
+    assert seen == [True, False]
+    assert values[0] == pytest.approx(values[1], rel=1e-6)

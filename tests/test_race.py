@@ -30,13 +30,13 @@ def race_at_once(monkeypatch):
 def _spy_on_race(monkeypatch) -> dict[str, dict]:
     """Record the entries of every race lipschitz() starts."""
     seen: dict[str, dict] = {}
-    real_race = lipschitz_module.race
+    real_race = lipschitz_module.race_answers
 
     def spy(network, domain, entries, time_limit):
         seen.update(entries)
         return real_race(network, domain, entries, time_limit)
 
-    monkeypatch.setattr(lipschitz_module, "race", spy)
+    monkeypatch.setattr(lipschitz_module, "race_answers", spy)
     return seen
 
 
