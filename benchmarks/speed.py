@@ -14,12 +14,13 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
   regions=False, attack=False, sign_split=False``), the backward model alone: the paper's
   formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions, backward, forward, noattack, signsplit, gatesplit (only with
+- nodecomp, noregions, backward, forward, noattack, signsplit, gatesplit, noleader (only with
   ``--configs``): the default without the ℓ1-norm decomposition, without the region search,
   with one formulation instead of the race, without the attack's cutoff in the racers, with the
-  backward model split on a gradient sign instead of the race (``sign_split=True``), or with
+  backward model split on a gradient sign instead of the race (``sign_split=True``), with
   the forward model alone, split on a first-layer neuron's hyperplane (``gate_split=True``;
-  these two need the ℓ∞ input norm: ``--norms linf``).
+  these two need the ℓ∞ input norm: ``--norms linf``), or with the racers running to the end
+  (``split_leader=False``; noleader).
 
 The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
 ``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
@@ -88,6 +89,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "noattack": {"attack": False},
     "signsplit": {"sign_split": True},
     "gatesplit": {"formulation": "forward", "gate_split": True},
+    "noleader": {"split_leader": False},
 }
 
 

@@ -223,7 +223,8 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         on="start every MIP from a gradient attack's attained value (about 0.7 s): the solver "
         "must beat it, which prunes from the start (exact mode, fixed c)",
         off="no attack (default: only in the two racers of --formulation auto, or the "
-        "--sign-split in their place, and before the halves of --gate-split)",
+        "--sign-split in their place, the leader's split after them, and before the halves of "
+        "--gate-split)",
     )
     perf.add_argument(
         "--sign-split",

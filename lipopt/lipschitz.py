@@ -428,8 +428,10 @@ def lipschitz(
             solves the raced backward model); backward otherwise. With ``regions="auto"`` and
             at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
             starts at once, without the probe, and the backward racer searches the regions
-            before its MIP. With ``sign_split=True`` the backward model split on a gradient
-            sign runs on the two processes instead of the race.
+            before its MIP. If neither racer has finished after
+            :data:`~lipopt.race.LEADER_AFTER` seconds, the leader is solved again split in
+            halves (``split_leader``). With ``sign_split=True`` the backward model split on a
+            gradient sign runs on the two processes instead of the race.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
@@ -447,8 +449,9 @@ def lipschitz(
             ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
             and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
             default): in the two racers of ``formulation="auto"`` (or, with ``sign_split``, the
-            split in their place), where the problem has proved hard, and before the halves of
-            ``gate_split``; True: before every MIP; False: never.
+            split in their place) and the leader's split after them, where the problem has
+            proved hard, and before the halves of ``gate_split``; True: before every MIP;
+            False: never.
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
@@ -477,9 +480,9 @@ def lipschitz(
             (the forward model by ``gate_split``, the backward one by ``sign_split``) for the
             time left, from the racers' best attained point (``start``); the answer keeps the
             best bounds of the race and the split (:func:`_split_leader`). True (the default);
-            False: the racers run to the end. On the unit boxes of benchmarks/speed.py it took
-            [10,20,20,1] seed 1 from 209.9 to about 140 s and cost a few seconds where the race
-            ends soon after the decision (docs/performance.md).
+            False: the racers run to the end. On the ℓ∞ unit boxes of benchmarks/speed.py it
+            took [10,20,20,1] seed 1 from 209.9 to 153.3 s and seed 0 from 42.7 to 54.0 s,
+            where the race ends soon after the decision (docs/performance.md).
         start: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the
@@ -789,6 +792,25 @@ def _race_solver(solver: str, form: Formulation) -> str:
 MIN_RACE_SECONDS = 1.0
 
 
+@dataclass(frozen=True)
+class _Raced:
+    """The problem that :func:`_probe_then_race` and the solves after or instead of its race
+    share, with the caller's solve arguments."""
+
+    network: Network
+    domain: Domain
+    seed: Seed
+    norm: InputNorm
+    arguments: dict[str, Any]
+    progress: Callable[[str], None] | None
+    say: Callable[[str], None]
+
+    def solve(self, **overrides: Any) -> LipschitzResult:
+        """:func:`lipschitz` on this problem, the caller's arguments with ``overrides``."""
+        arguments = {**self.arguments, "progress": self.progress, **overrides}
+        return lipschitz(self.network, self.domain, self.norm, self.seed, **arguments)
+
+
 def _probe_then_race(
     network: Network,
     domain: Domain,
@@ -810,16 +832,15 @@ def _probe_then_race(
     ``probe=False`` (a problem that looks hard, see :func:`_region_lipschitz`): no probe; the
     race starts at once, and the backward racer runs the region search before its MIP."""
     start = time.perf_counter()
+    problem = _Raced(network, domain, seed, norm, arguments, progress, say)
     probe_limit = RACE_AFTER if time_limit is None else min(RACE_AFTER, time_limit)
     probed: LipschitzResult | None = None
     probe_error: NoBoundError | None = None
     if probe:
         try:
-            probed = lipschitz(
-                network, domain, norm, seed, **dict(
-                    arguments, regions=False, split=False, progress=progress,
-                    time_limit=probe_limit, formulation=Formulation.BACKWARD, sign_split=False,
-                ),
+            probed = problem.solve(
+                regions=False, split=False, time_limit=probe_limit,
+                formulation=Formulation.BACKWARD, sign_split=False,
             )  # fmt: skip
         except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
             probe_error = err
@@ -831,10 +852,7 @@ def _probe_then_race(
     if probe_error is not None and too_late:
         raise probe_error
     if arguments["sign_split"] is True:
-        return _split_instead_of_race(
-            network, domain, seed, norm, arguments, remaining, progress, say, probe, probed,
-            probe_seconds,
-        )  # fmt: skip
+        return _split_instead_of_race(problem, remaining, probe, probed, probe_seconds)
     entries: dict[str, dict[str, Any]] = {}
     racers: dict[str, tuple[Formulation, str]] = {}
     # split_leader: the racers stop at the decision if enough time is left for the split after it
@@ -894,8 +912,8 @@ def _probe_then_race(
         left = None if remaining is None else remaining - race_seconds
         leader = min(answers, key=lambda name: answers[name].upper)
         return _split_leader(
-            network, domain, seed, norm, arguments, answers, leader, racers[leader], left,
-            progress, say, earlier, dict(timings_before, race=race_seconds),
+            problem, answers, leader, racers[leader], left, earlier,
+            dict(timings_before, race=race_seconds),
         )  # fmt: skip
     merged = merge([result, *earlier])
     note = (
@@ -903,13 +921,17 @@ def _probe_then_race(
         if winner is not None
         else "neither raced model finished; best bounds of both kept"
     )
+    return _noted(merged, timings, note, say)
+
+
+def _noted(
+    result: LipschitzResult, timings: dict[str, float], note: str, say: Callable[[str], None]
+) -> LipschitzResult:
+    """``result`` with the whole call's ``timings`` and ``note`` (said, and added to its
+    message), without a model (that of a racer or of a split stays in its process)."""
     say(note)
-    return replace(
-        merged,
-        timings=timings,
-        message=f"{merged.message}; {note}" if merged.message else note,
-        model=None,
-    )
+    message = f"{result.message}; {note}" if result.message else note
+    return replace(result, timings=timings, message=message, model=None)
 
 
 #: ``split_leader``: the least time the split of the leader must have after the decision, or
@@ -918,17 +940,11 @@ MIN_LEADER_SPLIT_SECONDS = 10.0
 
 
 def _split_leader(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    arguments: dict[str, Any],
+    problem: _Raced,
     answers: dict[str, LipschitzResult],
     leader: str,
     model: tuple[Formulation, str],
     remaining: float | None,
-    progress: Callable[[str], None] | None,
-    say: Callable[[str], None],
     earlier: list[LipschitzResult],
     timings: dict[str, float],
 ) -> LipschitzResult:
@@ -938,13 +954,13 @@ def _split_leader(
     :func:`_sign_split`), from the best point the racers attained, for the time left. Every
     answer is certified, so the result keeps the best bounds of the racers, the split and
     ``earlier`` (the probe's); if the split fails or no time is left, the racers' stand."""
-    form, solver = model
+    form, solver, say = *model, problem.say
     raced = merge([*answers.values(), *earlier])
     if remaining is not None and remaining < MIN_RACE_SECONDS:
         return replace(raced, timings=timings, model=None)
     # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
     point = raced.witness
-    start = point if point is not None and domain.contains(point) else None
+    start = point if point is not None and problem.domain.contains(point) else None
     others = ", ".join(f"{answers[name].upper:.6g} for the {name}" for name in answers)
     how = "a first-layer gate" if form is Formulation.FORWARD else "a gradient sign"
     say(
@@ -952,14 +968,12 @@ def _split_leader(
         f"model again, split on {how} on two processes..."
     )
     note = f"neither racer finished in {LEADER_AFTER:g} s; the {leader} model split in halves"
-    attack = True if arguments["attack"] == "auto" else arguments["attack"]
+    attack = problem.arguments["attack"]
     try:
-        result = lipschitz(
-            network, domain, norm, seed, **dict(
-                arguments, regions=False, split=False, time_limit=remaining, formulation=form,
-                solver=solver, attack=attack, sign_split=form is Formulation.BACKWARD,
-                gate_split=form is Formulation.FORWARD, start=start, progress=progress,
-            ),
+        result = problem.solve(
+            regions=False, split=False, time_limit=remaining, formulation=form, solver=solver,
+            attack=True if attack == "auto" else attack, start=start,
+            sign_split=form is Formulation.BACKWARD, gate_split=form is Formulation.FORWARD,
         )  # fmt: skip
     except SolverError as err:
         say(f"the split solve failed ({err}); answering with the racers' bounds")
@@ -967,24 +981,12 @@ def _split_leader(
     merged = merge([result, raced])
     for key, value in result.timings.items():
         timings[key] = timings.get(key, 0.0) + value
-    say(note)
-    return replace(
-        merged,
-        timings=timings,
-        message=f"{merged.message}; {note}" if merged.message else note,
-        model=None,
-    )
+    return _noted(merged, timings, note, say)
 
 
 def _split_instead_of_race(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    arguments: dict[str, Any],
+    problem: _Raced,
     remaining: float | None,
-    progress: Callable[[str], None] | None,
-    say: Callable[[str], None],
     probe: bool,
     probed: LipschitzResult | None,
     probe_seconds: float,
@@ -993,6 +995,7 @@ def _split_instead_of_race(
     a gradient sign (:func:`_sign_split`, both cores), from the attack's cutoff (``attack``
     "auto" or True) and after the region search where no probe ran; merged with the probe's
     certified answer, if any."""
+    arguments, say = problem.arguments, problem.say
     solver = _race_solver(arguments["solver"], Formulation.BACKWARD)
     attack = True if arguments["attack"] == "auto" else arguments["attack"]
     say(
@@ -1003,12 +1006,9 @@ def _split_instead_of_race(
         "regions searched first)..."
     )
     try:
-        result = lipschitz(
-            network, domain, norm, seed, **dict(
-                arguments, regions=False if probe else "auto", split=False,
-                time_limit=remaining, formulation=Formulation.BACKWARD, solver=solver,
-                attack=attack, sign_split=True, progress=progress,
-            ),
+        result = problem.solve(
+            regions=False if probe else "auto", split=False, time_limit=remaining,
+            formulation=Formulation.BACKWARD, solver=solver, attack=attack, sign_split=True,
         )  # fmt: skip
     except SolverError as err:
         if probed is None:

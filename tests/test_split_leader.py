@@ -16,6 +16,7 @@ from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
+from tests.test_race import _spy_on_race, race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
@@ -23,12 +24,6 @@ lipschitz_module = importlib.import_module("lipopt.lipschitz")
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 
 LINF_CASES = [case for case, (_, _, norm) in enumerate(SCALAR_CASES) if norm == "linf"]
-
-
-@pytest.fixture
-def race_at_once(monkeypatch):
-    """No probe time: every auto solve races (the probe stops before proving anything)."""
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
 
 
 def _unfinished_race(monkeypatch, looser: dict[str, float]) -> dict[str, dict]:
@@ -68,9 +63,10 @@ def _spy_on_leader_solves(monkeypatch) -> list[dict]:
 
 
 @needs_fork
+@pytest.mark.usefixtures("race_at_once")
 @pytest.mark.parametrize("leader", ["forward", "backward"])
 @pytest.mark.parametrize("case", LINF_CASES)
-def test_the_leader_split_equals_brute_force(case, leader, race_at_once, monkeypatch):
+def test_the_leader_split_equals_brute_force(case, leader, monkeypatch):
     """The racer with the smaller proven bound is solved again, split the way its formulation
     splits (forward: a first-layer gate; backward: a gradient sign), and the answer is the
     brute-force constant with a witness that attains it."""
@@ -95,7 +91,8 @@ def test_the_leader_split_equals_brute_force(case, leader, race_at_once, monkeyp
 
 
 @needs_fork
-def test_the_leader_split_starts_from_the_racers_best_point(race_at_once, monkeypatch):
+@pytest.mark.usefixtures("race_at_once")
+def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
     """The racers' best attained point is handed to the split as ``start``: a point of the
     domain attaining the racers' lower bound."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[1])
@@ -122,7 +119,8 @@ def test_the_leader_split_starts_from_the_racers_best_point(race_at_once, monkey
 
 
 @needs_fork
-def test_no_bound_by_the_decision_races_for_the_time_left(race_at_once, monkeypatch):
+@pytest.mark.usefixtures("race_at_once")
+def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
     """Neither racer proved a bound by the decision (a large model): the race goes on for the
     time left, without a split, and still answers exactly."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
@@ -148,6 +146,7 @@ def test_no_bound_by_the_decision_races_for_the_time_left(race_at_once, monkeypa
 
 
 @needs_fork
+@pytest.mark.usefixtures("race_at_once")
 @pytest.mark.parametrize(
     "options, decides",
     [
@@ -157,18 +156,11 @@ def test_no_bound_by_the_decision_races_for_the_time_left(race_at_once, monkeypa
         (dict(), True),
     ],
 )
-def test_when_the_racers_stop_at_the_decision(options, decides, race_at_once, monkeypatch):
+def test_when_the_racers_stop_at_the_decision(options, decides, monkeypatch):
     """The racers get LEADER_AFTER seconds only where a split can follow: split_leader on and
     enough time left (no time limit, or at least LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS)."""
     net, domain, norm, c, _, _ = scalar_case(LINF_CASES[0])
-    seen: dict[str, dict] = {}
-    real = lipschitz_module.race_answers
-
-    def spy(network, domain, entries, time_limit):
-        seen.update(entries)
-        return real(network, domain, entries, time_limit)
-
-    monkeypatch.setattr(lipschitz_module, "race_answers", spy)
+    seen = _spy_on_race(monkeypatch)
     lipschitz(net, domain, norm=norm, c=c, split=False, regions=False, **options)
     limits = {entry["time_limit"] for entry in seen.values()}
     assert len(seen) == 2 and len(limits) == 1
