@@ -314,28 +314,31 @@ def _attack_witness(
     return _best_witness(network, domain, seed, norm, [point], rng, fallback=False)
 
 
-def _start_point(
+def _checked_start(
     start: ArrayLike | None, network: Network, domain: Domain, mode: Mode, seed: Seed
 ) -> FloatArray | None:
-    """``start`` checked: a finite point of the domain with one entry per input (None: none)."""
+    """``start_point`` checked: a finite real point of the domain, one entry per input."""
     if start is None:
         return None
     if mode is not Mode.EXACT or isinstance(seed, OutputNorm):
         raise LipschitzError("a start point needs mode 'exact' and a fixed c (not an output norm)")
     try:
+        if np.iscomplexobj(start):
+            raise TypeError("complex")
         point = np.asarray(start, dtype=np.float64)
     except (TypeError, ValueError):
         raise LipschitzError(
-            f"start must be a point of {network.input_dim} numbers, got {start!r}"
+            f"start_point must be a point of {network.input_dim} numbers, got {start!r}"
         ) from None
     if point.shape != (network.input_dim,):
         raise LipschitzError(
-            f"start must have {network.input_dim} entries (one per input), got shape {point.shape}"
+            f"start_point must have {network.input_dim} entries (one per input), "
+            f"got shape {point.shape}"
         )
     if not np.all(np.isfinite(point)):
-        raise LipschitzError("start must be finite")
+        raise LipschitzError("start_point must be finite")
     if not domain.contains(point):
-        raise LipschitzError("start must lie in the domain")
+        raise LipschitzError("start_point must lie in the domain")
     return point
 
 
@@ -371,7 +374,7 @@ def lipschitz(
     sign_split: bool = False,
     gate_split: bool = False,
     split_leader: bool = True,
-    start: ArrayLike | None = None,
+    start_point: ArrayLike | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
@@ -476,14 +479,16 @@ def lipschitz(
             on SCIP's backward model of [10,20,20,1] 32.5 -> 38.3 s (docs/performance.md).
         split_leader: where the two formulations race (``formulation="auto"``), stop both
             after :data:`~lipopt.race.LEADER_AFTER` seconds if neither has finished, and solve
-            the one with the smaller proven upper bound again, split in halves on both cores
+            the one with the smaller proven upper bound again (where at least
+            ``LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS`` = 90 s are left, or without a time limit;
+            if no racer has a bound by then, they race on), split in halves on both cores
             (the forward model by ``gate_split``, the backward one by ``sign_split``) for the
-            time left, from the racers' best attained point (``start``); the answer keeps the
+            time left, from the racers' best attained point (``start_point``); the answer keeps the
             best bounds of the race and the split (:func:`_split_leader`). True (the default);
             False: the racers run to the end. On the ℓ∞ unit boxes of benchmarks/speed.py it
             took [10,20,20,1] seed 1 from 209.9 to 153.3 s and seed 0 from 42.7 to 54.0 s,
             where the race ends soon after the decision (docs/performance.md).
-        start: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
+        start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the
             parts of a domain split and by the region search.
@@ -538,7 +543,7 @@ def lipschitz(
         raise LipschitzError(f"gate_split must be True or False, got {gate_split!r}")
     if not isinstance(split_leader, bool):
         raise LipschitzError(f"split_leader must be True or False, got {split_leader!r}")
-    start_point = _start_point(start, network, domain, solve_mode, seed)
+    given_point = _checked_start(start_point, network, domain, solve_mode, seed)
     if gate_split is True:
         if sign_split is True:
             raise LipschitzError("choose one of the sign split and the gate split, not both")
@@ -555,7 +560,7 @@ def lipschitz(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
         workers=workers, subnet_bounds=subnet_bounds, attack=attack, sign_split=sign_split,
-        gate_split=gate_split, split_leader=split_leader, start=start_point,
+        gate_split=gate_split, split_leader=split_leader, start_point=given_point,
     )  # fmt: skip
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
@@ -591,7 +596,7 @@ def lipschitz(
                 # many small parts: one budget of sub-MIPs each would cost more than it buys
                 subnet_bounds=subnet_bounds is True,
                 gate_split=False,  # the parts already split the domain
-                start=None,  # a point of the whole domain, outside most parts
+                start_point=None,  # a point of the whole domain, outside most parts
             ),
             time_limit,
             bounds,
@@ -635,10 +640,13 @@ def lipschitz(
         timings["attack"] = time.perf_counter() - start
         if start_witness is not None:
             say(f"attack: {start_witness.norm_value:.6g} attained; the MIP must beat it")
-    if start_point is not None and not relax:
+    if given_point is not None and not relax:
+        start = time.perf_counter()
         given = _best_witness(
-            network, domain, seed, input_norm, [start_point], np.random.default_rng(0), False
+            network, domain, seed, input_norm, [given_point], np.random.default_rng(0), False
         )
+        # checking the start point is part of finding the cutoff, as the attack is
+        timings["attack"] = timings.get("attack", 0.0) + time.perf_counter() - start
         if given is not None and (
             start_witness is None or given.norm_value > start_witness.norm_value
         ):
@@ -824,10 +832,11 @@ def _probe_then_race(
 ) -> LipschitzResult:
     """``formulation="auto"``: the backward model alone for :data:`~lipopt.race.RACE_AFTER`
     seconds; if it has not finished, both models raced on two processes (:mod:`lipopt.race`)
-    for the time left, or, where ``sign_split`` says so, the backward model split on a gradient
-    sign (:func:`_split_instead_of_race`). Every answer along the way is certified, so the
-    result keeps the best upper and lower bounds of all of them; if the race fails, the probe's
-    answer stands.
+    for the time left (with ``split_leader``, for :data:`~lipopt.race.LEADER_AFTER` seconds,
+    then the leader split, :func:`_split_leader`), or, where ``sign_split`` says so, the
+    backward model split on a gradient sign (:func:`_split_instead_of_race`). Every answer
+    along the way is certified, so the result keeps the best upper and lower bounds of all of
+    them; if the race fails, the probe's answer stands.
 
     ``probe=False`` (a problem that looks hard, see :func:`_region_lipschitz`): no probe; the
     race starts at once, and the backward racer runs the region search before its MIP."""
@@ -884,7 +893,9 @@ def _probe_then_race(
     try:
         try:
             with heartbeat(say, "racing", race_limit):
-                winner, answers = race_answers(network, domain, entries, race_limit)
+                # the racers stop themselves at race_limit; their preparation (bounds, build,
+                # attack) may take longer, so wait for them as long as the caller's limit allows
+                winner, answers = race_answers(network, domain, entries, remaining)
         except NoBoundError:
             left = None if remaining is None else remaining - (time.perf_counter() - race_start)
             if not decide or (left is not None and left < MIN_RACE_SECONDS):
@@ -935,8 +946,10 @@ def _noted(
 
 
 #: ``split_leader``: the least time the split of the leader must have after the decision, or
-#: the racers run to the end
-MIN_LEADER_SPLIT_SECONDS = 10.0
+#: the racers run to the end. The split restarts the leader from scratch, and a split pays from
+#: solves of about 100 s (docs/performance.md): with less time left, racing on keeps the better
+#: bounds
+MIN_LEADER_SPLIT_SECONDS = 60.0
 
 
 def _split_leader(
@@ -956,8 +969,16 @@ def _split_leader(
     ``earlier`` (the probe's); if the split fails or no time is left, the racers' stand."""
     form, solver, say = *model, problem.say
     raced = merge([*answers.values(), *earlier])
+    gap = problem.arguments["gap"]
+    closed = raced.status == "optimal" or (
+        gap is not None and raced.gap is not None and raced.gap <= gap
+    )
+    if closed:  # one racer's bound meets the other's attained value: nothing left to split
+        note = f"neither racer finished in {LEADER_AFTER:g} s; together their bounds closed the gap"
+        return _noted(raced, timings, note, say)
     if remaining is not None and remaining < MIN_RACE_SECONDS:
-        return replace(raced, timings=timings, model=None)
+        note = f"neither racer finished in {LEADER_AFTER:g} s and no time is left to split"
+        return _noted(raced, timings, note, say)
     # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
     point = raced.witness
     start = point if point is not None and problem.domain.contains(point) else None
@@ -969,15 +990,16 @@ def _split_leader(
     )
     note = f"neither racer finished in {LEADER_AFTER:g} s; the {leader} model split in halves"
     attack = problem.arguments["attack"]
+    split_start = time.perf_counter()
     try:
         result = problem.solve(
             regions=False, split=False, time_limit=remaining, formulation=form, solver=solver,
-            attack=True if attack == "auto" else attack, start=start,
+            attack=True if attack == "auto" else attack, start_point=start,
             sign_split=form is Formulation.BACKWARD, gate_split=form is Formulation.FORWARD,
         )  # fmt: skip
     except SolverError as err:
-        say(f"the split solve failed ({err}); answering with the racers' bounds")
-        return replace(raced, timings=timings, model=None)
+        timings["solve"] = time.perf_counter() - split_start
+        return _noted(raced, timings, f"the leader's split failed ({err}); the racers' bounds", say)
     merged = merge([result, raced])
     for key, value in result.timings.items():
         timings[key] = timings.get(key, 0.0) + value

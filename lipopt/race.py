@@ -27,9 +27,9 @@ RACE_AFTER = 5.0
 
 #: ``split_leader``: seconds the two racers run before, if neither has finished, both stop and
 #: the one with the smaller proven bound is solved again split in halves on both cores. After
-#: 30 s the smaller bound was the eventual winner's on all eight two-hidden-layer networks
-#: measured (docs/performance.md); a split saves a quarter to a third of a long solve, so the
-#: 30 s spent again pay from solves of about 100 s on
+#: 30 s the smaller bound was the eventual winner's on all eight two-hidden-layer networks of
+#: one run (docs/performance.md; within a few percent it is a coin toss); a split saves a
+#: quarter to a third of a long solve, so the 30 s spent again pay from solves of about 100 s on
 LEADER_AFTER = 30.0
 
 #: statuses with which a racer has done its job: proven optimal, or within the requested gap

@@ -24,6 +24,10 @@ from lipopt.solvers import SolverError
 #: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
 FORK_SOLVERS = frozenset({"highs", "scip"})
 
+#: seconds to wait for Pyomo's output-capture lock before stopping a worker (see
+#: :func:`_terminate`; the lock is held only while a solve's output capture starts or ends)
+CAPTURE_LOCK_WAIT = 10.0
+
 #: how much longer than the time limit to wait for a child process (a racer, a worker) before
 #: giving up on it
 GRACE = 30.0
@@ -187,10 +191,29 @@ class ForkedWorkers:
         for conn, proc in self.started:
             proc.join(timeout=0 if conn in self.running else 5)
             if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
+                _terminate(proc)
             conn.close()
         self.started, self.free, self.running = [], [], {}
+
+
+def _terminate(proc: Any) -> None:
+    """Stop a worker by signal without leaving Pyomo's output-capture lock held.
+
+    Pyomo guards the redirection of the standard streams (around every HiGHS solve) with one
+    ``multiprocessing.Lock`` that all forked processes share. A worker terminated while holding
+    it would leave this process and every other worker waiting on it (for 200 s, then failing
+    with "Deadlock starting capture_output"). So the lock is taken here first: the worker is
+    then outside that short section, or blocked waiting for it."""
+    from pyomo.common import dependencies
+
+    lock = dependencies.capture_output_lock
+    held = lock.acquire(timeout=CAPTURE_LOCK_WAIT)
+    try:
+        proc.terminate()
+        proc.join(timeout=5)
+    finally:
+        if held:
+            lock.release()
 
 
 __all__ = ["FORK_SOLVERS", "GRACE", "ForkedWorkers", "InProcess", "can_fork", "worker_count"]

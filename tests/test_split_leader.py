@@ -1,6 +1,6 @@
 """split_leader=True (the default): where the two formulations race and neither finishes by
 LEADER_AFTER, the one with the smaller proven bound is solved again split in halves; and
-``start``, the point whose value the MIP must beat. The answers stay exact."""
+``start_point``, the point whose value the MIP must beat. The answers stay exact."""
 
 from __future__ import annotations
 
@@ -83,6 +83,10 @@ def test_the_leader_split_equals_brute_force(case, leader, monkeypatch):
     assert calls[0]["attack"] is True
     assert "split in halves" in res.message
     assert any(f"the {leader} (" in line and "split on" in line for line in said)
+    # the halves really ran (not the model whole, as where no gate or sign is open)
+    assert any(line.startswith("splitting the search on") for line in said)
+    key = "gate_split_neuron" if leader == "forward" else "sign_split_entry"
+    assert key in res.model_stats
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     cvec = np.ones(1) if c is None else c
@@ -93,7 +97,7 @@ def test_the_leader_split_equals_brute_force(case, leader, monkeypatch):
 @needs_fork
 @pytest.mark.usefixtures("race_at_once")
 def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
-    """The racers' best attained point is handed to the split as ``start``: a point of the
+    """The racers' best attained point is handed to the split as ``start_point``: a point of the
     domain attaining the racers' lower bound."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[1])
     seen: dict[str, dict] = {}
@@ -113,9 +117,65 @@ def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
 
     monkeypatch.setattr(lipschitz_module, "race_answers", fake)
     calls = _spy_on_leader_solves(monkeypatch)
-    res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
-    assert len(calls) == 1 and np.array_equal(calls[0]["start"], point)
+    said: list[str] = []
+    # without the attack, the racers' point is the split's only cutoff
+    res = lipschitz(
+        net, domain, norm=norm, c=c, split=False, regions=False, attack=False,
+        progress=said.append,
+    )  # fmt: skip
+    assert len(calls) == 1 and np.array_equal(calls[0]["start_point"], point)
+    assert any(line.startswith(f"start point: {value:.6g}") for line in said)
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+@needs_fork
+@pytest.mark.usefixtures("race_at_once")
+def test_racers_that_close_the_gap_together_are_not_split(monkeypatch):
+    """One racer's proven bound meets the other's attained value: the race has answered, and
+    no split runs."""
+    net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
+
+    def fake(network, domain, entries, time_limit):
+        answers = {}
+        for n, (name, entry) in enumerate(entries.items()):
+            solved = lipschitz_module.lipschitz(network, domain, **dict(entry, time_limit=None))
+            # the first keeps its bound and loses its point, the second the other way round
+            upper = solved.upper if n == 0 else solved.upper + 1
+            lower = None if n == 0 else solved.lower
+            answers[name] = replace(
+                solved, status="time_limit", upper=upper, value=upper, lower=lower,
+                witness=None if n == 0 else solved.witness, exact_certified=False, model=None,
+            )  # fmt: skip
+        return None, answers
+
+    monkeypatch.setattr(lipschitz_module, "race_answers", fake)
+    calls = _spy_on_leader_solves(monkeypatch)
+    res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
+    assert not calls and "closed the gap" in res.message
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+
+
+@needs_fork
+@pytest.mark.usefixtures("race_at_once")
+def test_a_failed_split_answers_with_the_racers_bounds(monkeypatch):
+    """The leader's split fails: the racers' certified bounds stand, with a note, and the
+    failed split's time is counted."""
+    net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
+    _unfinished_race(monkeypatch, {"forward": 1.5, "backward": 3.0})
+    real = lipschitz_module._Raced.solve
+
+    def fails_when_split(self, **overrides):
+        if overrides.get("gate_split") or overrides.get("sign_split"):
+            raise lipschitz_module.SolverError("stopped by the test")
+        return real(self, **overrides)
+
+    monkeypatch.setattr(lipschitz_module._Raced, "solve", fails_when_split)
+    res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
+    assert "split failed (stopped by the test)" in res.message
+    assert res.status == "time_limit"
+    assert res.upper >= truth.value * (1 - 1e-9)
+    assert {"race", "solve"} <= set(res.timings)
 
 
 @needs_fork
@@ -124,11 +184,13 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
     """Neither racer proved a bound by the decision (a large model): the race goes on for the
     time left, without a split, and still answers exactly."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
-    limits: list[float | None] = []
+    limits: list[set] = []  # the racers' own time limits, race by race
+    waits: list[float | None] = []  # how long each race waits for its racers
     real = lipschitz_module.race_answers
 
     def first_fails(network, domain, entries, time_limit):
-        limits.append(time_limit)
+        limits.append({entry["time_limit"] for entry in entries.values()})
+        waits.append(time_limit)
         if len(limits) == 1:
             raise lipschitz_module.NoBoundError("no bound yet (the test)")
         return real(network, domain, entries, time_limit)
@@ -139,7 +201,10 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
         net, domain, norm=norm, c=c, split=False, regions=False, time_limit=120,
         progress=said.append,
     )  # fmt: skip
-    assert limits[0] == lipschitz_module.LEADER_AFTER and 60 < limits[1] < 120
+    # the racers stop at the decision, but the race waits for them as long as the limit allows
+    assert limits[0] == {lipschitz_module.LEADER_AFTER} and 100 < waits[0] < 120
+    (second,) = limits[1]
+    assert 60 < second < 120 and waits[1] == second
     assert any("racing them for the time left" in line for line in said)
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -152,6 +217,7 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
     [
         (dict(split_leader=False), False),
         (dict(time_limit=35.0), False),  # under LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS
+        (dict(time_limit=80.0), False),
         (dict(time_limit=100.0), True),
         (dict(), True),
     ],
@@ -202,7 +268,7 @@ def test_a_start_point_keeps_the_answer_exact(case, formulation, monkeypatch):
     said: list[str] = []
     res = lipschitz(
         net, domain, norm=norm, c=c, formulation=formulation, split=False, regions=False,
-        start=point, progress=said.append, workers=1,
+        start_point=point, progress=said.append, workers=1,
     )  # fmt: skip
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
@@ -213,6 +279,8 @@ def test_a_start_point_keeps_the_answer_exact(case, formulation, monkeypatch):
     # region full-dimensional) is the cutoff
     assert any(line.startswith("start point:") for line in said)
     assert cuts and all(cut is not None and cut <= truth.value for cut in cuts)
+    # the first cutoff is the start point's own value (its region's gradient), less 1e-6
+    assert cuts[0] == pytest.approx(given, rel=1e-5, abs=2e-6)
 
 
 def test_the_start_point_at_the_optimum_is_proven_optimal():
@@ -223,7 +291,7 @@ def test_the_start_point_at_the_optimum_is_proven_optimal():
     said: list[str] = []
     res = lipschitz(
         net, domain, norm=norm, c=c, formulation="backward", split=False, regions=False,
-        start=point, progress=said.append,
+        start_point=point, progress=said.append,
     )  # fmt: skip
     assert any(line.startswith("start point:") for line in said)
     assert res.status == "optimal" and res.exact_certified
@@ -239,14 +307,15 @@ def test_a_bad_start_point_is_a_clear_error():
         ([0.5, np.nan], "finite"),
         ([1.5, 0.5], "in the domain"),
         (["a", "b"], "a point of 2 numbers"),
+        (np.array([0.5, 0.5j]), "a point of 2 numbers"),
     ]
     for start, message in cases:
         with pytest.raises(LipschitzError, match=message):
-            lipschitz(net, box, c=[1.0, -1.0], start=start)
+            lipschitz(net, box, c=[1.0, -1.0], start_point=start)
     with pytest.raises(LipschitzError, match="exact"):
-        lipschitz(net, box, c=[1.0, -1.0], start=[0.5, 0.5], mode="lp")
+        lipschitz(net, box, c=[1.0, -1.0], start_point=[0.5, 0.5], mode="lp")
     with pytest.raises(LipschitzError, match="fixed c"):
-        lipschitz(net, box, output_norm="linf", start=[0.5, 0.5])
+        lipschitz(net, box, output_norm="linf", start_point=[0.5, 0.5])
 
 
 def test_a_start_point_is_not_used_within_the_parts_of_a_domain_split():
@@ -256,6 +325,6 @@ def test_a_start_point_is_not_used_within_the_parts_of_a_domain_split():
     box = Box([0.0, 0.0], [1.0, 1.0])
     truth = brute_force_lipschitz(*from_lipopt(net, box), None, "linf")
     said: list[str] = []
-    res = lipschitz(net, box, split=True, start=[0.9, 0.1], progress=said.append)
+    res = lipschitz(net, box, split=True, start_point=[0.9, 0.1], progress=said.append)
     assert not any(line.startswith("start point:") for line in said)
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)

@@ -147,3 +147,32 @@ def test_a_worker_that_dies_is_reported_and_the_others_keep_working():
     assert not runner.busy() and len(runner.free) == 1
     runner.close()
     assert not any(proc.is_alive() for proc in processes)
+
+
+@needs_fork
+def test_stopping_a_worker_never_leaves_pyomos_capture_lock_held():
+    """A worker stopped while it holds Pyomo's output-capture lock (shared by every forked
+    process; held while a solve's output capture starts or ends) must not take it along: close()
+    waits for the lock, so afterwards this process can still take it, and HiGHS still solves."""
+    import time
+
+    from pyomo.common import dependencies
+
+    lock = dependencies.capture_output_lock
+    holding = mp.get_context("fork").Event()
+
+    def hold_briefly(_task):
+        with lock:
+            holding.set()
+            time.sleep(1.0)
+        time.sleep(60.0)  # then stuck, outside the lock
+
+    runner = ForkedWorkers(1, hold_briefly)
+    runner.submit(0, "holder")
+    assert holding.wait(20)
+    runner.close()  # while the worker holds the lock
+    assert lock.acquire(timeout=5), "a stopped worker left the capture lock held"
+    lock.release()
+    net = random_network(np.random.default_rng(0), [2, 4, 1])
+    res = lipschitz(net, LinfBall([0.5, 0.5], 0.5), solver="highs", regions=False, split=False)
+    assert res.status == "optimal"
