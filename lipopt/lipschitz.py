@@ -485,9 +485,10 @@ def lipschitz(
             (the forward model by ``gate_split``, the backward one by ``sign_split``) for the
             time left, from the racers' best attained point (``start_point``); the answer keeps the
             best bounds of the race and the split (:func:`_split_leader`). True (the default);
-            False: the racers run to the end. On the ℓ∞ unit boxes of benchmarks/speed.py it
-            took [10,20,20,1] seed 1 from 209.9 to 153.3 s and seed 0 from 42.7 to 54.0 s,
-            where the race ends soon after the decision (docs/performance.md).
+            False: the racers run to the end. Side by side on the ℓ∞ unit boxes of
+            benchmarks/speed.py it took [10,20,20,1] seed 1 from 176.4 to 146.9 s and seed 0,
+            whose race ends soon after the decision, from 33.0 to 53.6 s; [16,16,16,2] changed
+            little (docs/performance.md).
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the
