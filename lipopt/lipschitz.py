@@ -814,6 +814,12 @@ class _Raced:
     progress: Callable[[str], None] | None
     say: Callable[[str], None]
 
+    @property
+    def attack(self) -> bool:
+        """The attack of the racers and of the splits after or instead of the race: ``"auto"``
+        runs it there (the problem has proved hard)."""
+        return True if self.arguments["attack"] == "auto" else self.arguments["attack"]
+
     def solve(self, **overrides: Any) -> LipschitzResult:
         """:func:`lipschitz` on this problem, the caller's arguments with ``overrides``."""
         arguments = {**self.arguments, "progress": self.progress, **overrides}
@@ -874,13 +880,11 @@ def _probe_then_race(
         solver = _race_solver(arguments["solver"], form)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
-        # "auto": the racers start from the attack's value (the problem has proved hard)
-        attack = True if arguments["attack"] == "auto" else arguments["attack"]
         name = f"{form.value} ({solver})"
         racers[name] = (form, solver)
         entries[name] = dict(
             arguments, norm=norm, c=seed, regions=search, split=False, time_limit=race_limit,
-            formulation=form, solver=solver, attack=attack, sign_split=False,
+            formulation=form, solver=solver, attack=problem.attack, sign_split=False,
         )  # fmt: skip
     names = " and the ".join(entries)
     until = f" for {LEADER_AFTER:g} s" if decide else ""
@@ -990,12 +994,11 @@ def _split_leader(
         f"model again, split on {how} on two processes..."
     )
     note = f"neither racer finished in {LEADER_AFTER:g} s; the {leader} model split in halves"
-    attack = problem.arguments["attack"]
     split_start = time.perf_counter()
     try:
         result = problem.solve(
             regions=False, split=False, time_limit=remaining, formulation=form, solver=solver,
-            attack=True if attack == "auto" else attack, start_point=start,
+            attack=problem.attack, start_point=start,
             sign_split=form is Formulation.BACKWARD, gate_split=form is Formulation.FORWARD,
         )  # fmt: skip
     except SolverError as err:
@@ -1018,9 +1021,8 @@ def _split_instead_of_race(
     a gradient sign (:func:`_sign_split`, both cores), from the attack's cutoff (``attack``
     "auto" or True) and after the region search where no probe ran; merged with the probe's
     certified answer, if any."""
-    arguments, say = problem.arguments, problem.say
-    solver = _race_solver(arguments["solver"], Formulation.BACKWARD)
-    attack = True if arguments["attack"] == "auto" else arguments["attack"]
+    say = problem.say
+    solver = _race_solver(problem.arguments["solver"], Formulation.BACKWARD)
     say(
         f"not finished in the probe: the backward ({solver}) model, its search split on a "
         "gradient sign..."
@@ -1031,7 +1033,7 @@ def _split_instead_of_race(
     try:
         result = problem.solve(
             regions=False if probe else "auto", split=False, time_limit=remaining,
-            formulation=Formulation.BACKWARD, solver=solver, attack=attack, sign_split=True,
+            formulation=Formulation.BACKWARD, solver=solver, attack=problem.attack, sign_split=True,
         )  # fmt: skip
     except SolverError as err:
         if probed is None:

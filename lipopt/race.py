@@ -104,18 +104,4 @@ def race_answers(
     raise SolverError("no racer answered within the time limit")
 
 
-def race(
-    network: Network,
-    domain: Domain,
-    entries: dict[str, dict[str, Any]],
-    time_limit: float | None,
-) -> Any:
-    """:func:`race_answers`, as ``(name, result)`` of the first finished answer, or
-    ``("merged", merged)`` of all answers when none finished."""
-    winner, answers = race_answers(network, domain, entries, time_limit)
-    if winner is not None:
-        return winner, answers[winner]
-    return "merged", merge(list(answers.values()))
-
-
-__all__ = ["FINISHED", "GRACE", "LEADER_AFTER", "RACE_AFTER", "merge", "race", "race_answers"]
+__all__ = ["FINISHED", "GRACE", "LEADER_AFTER", "RACE_AFTER", "merge", "race_answers"]

@@ -192,7 +192,7 @@ def _race_problem():
 
 
 def test_one_racers_error_does_not_stop_the_other():
-    from lipopt.race import race
+    from lipopt.race import race_answers
 
     net, box, base = _race_problem()
     alone = lipschitz(net, box, formulation="backward", **base)
@@ -200,13 +200,14 @@ def test_one_racers_error_does_not_stop_the_other():
         "broken": dict(base, formulation="backward", bounds="no-such-bounds"),
         "good": dict(base, formulation="forward"),
     }
-    name, res = race(net, box, entries, time_limit=60)
+    name, answers = race_answers(net, box, entries, time_limit=60)
+    res = answers[name]
     assert name == "good" and res.status == "optimal"
     assert res.value == pytest.approx(alone.value, rel=1e-6)
 
 
 def test_every_racer_failing_raises_the_first_error():
-    from lipopt.race import race
+    from lipopt.race import race_answers
 
     net, box, base = _race_problem()
     entries = {
@@ -214,13 +215,13 @@ def test_every_racer_failing_raises_the_first_error():
         "second": dict(base, formulation="forward", bounds="no-such-bounds"),
     }
     with pytest.raises(ValueError, match="unknown bound method"):
-        race(net, box, entries, time_limit=60)
+        race_answers(net, box, entries, time_limit=60)
 
 
 def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
     import os
 
-    from lipopt.race import race
+    from lipopt.race import race_answers
     from lipopt.solvers import SolverError
 
     net, box, base = _race_problem()
@@ -236,10 +237,10 @@ def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
         "dies": dict(base, formulation="forward"),
         "lives": dict(base, formulation="backward"),
     }
-    name, res = race(net, box, entries, time_limit=60)
-    assert name == "lives" and res.status == "optimal"
+    name, answers = race_answers(net, box, entries, time_limit=60)
+    assert name == "lives" and answers[name].status == "optimal"
     with pytest.raises(SolverError, match="'dies' ended without an answer"):
-        race(net, box, {"dies": entries["dies"]}, time_limit=60)
+        race_answers(net, box, {"dies": entries["dies"]}, time_limit=60)
 
 
 def test_a_problem_that_looks_hard_races_at_once(monkeypatch):
