@@ -244,8 +244,9 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         dest="split_leader",
         action="store_false",
         help="let the two racers of --formulation auto run to the end (default: if neither has "
-        "finished after 30 s and at least 90 s are left, the one with the smaller proven bound "
-        "is solved again split in halves on two processes)",
+        "finished after 30 s, or from 10 s on once one's proven bound is 1.3 times below the "
+        "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
+        "again split in halves on two processes)",
     )
     perf.add_argument(
         "--workers",

@@ -29,7 +29,15 @@ from lipopt.formulation.objective import set_candidate, set_cutoff
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.progress import heartbeat, silent
-from lipopt.race import LEADER_AFTER, RACE_AFTER, merge, race_answers
+from lipopt.race import (
+    DECISIVE_RATIO,
+    EARLY_LEADER_AFTER,
+    LEADER_AFTER,
+    RACE_AFTER,
+    merge,
+    race_answers,
+    racer_stop,
+)
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
@@ -478,17 +486,20 @@ def lipschitz(
             45.6 -> 35.0 s and 100.2 -> 80.9 s against the whole model with the same cutoff;
             on SCIP's backward model of [10,20,20,1] 32.5 -> 38.3 s (docs/performance.md).
         split_leader: where the two formulations race (``formulation="auto"``), stop both
-            after :data:`~lipopt.race.LEADER_AFTER` seconds if neither has finished, and solve
-            the one with the smaller proven upper bound again (where at least
-            ``LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS`` = 90 s are left, or without a time limit;
-            if no racer has a bound by then, they race on), split in halves on both cores
-            (the forward model by ``gate_split``, the backward one by ``sign_split``) for the
-            time left, from the racers' best attained point (``start_point``); the answer keeps the
-            best bounds of the race and the split (:func:`_split_leader`). True (the default);
-            False: the racers run to the end. Side by side on the ℓ∞ unit boxes of
-            benchmarks/speed.py it took [10,20,20,1] seed 1 from 176.4 to 146.9 s and seed 0,
-            whose race ends soon after the decision, from 33.0 to 53.6 s; [16,16,16,2] changed
-            little (docs/performance.md).
+            after :data:`~lipopt.race.LEADER_AFTER` seconds if neither has finished, or
+            earlier, from :data:`~lipopt.race.EARLY_LEADER_AFTER` seconds on, once the proven
+            bound one racer reports while solving is :data:`~lipopt.race.DECISIVE_RATIO` times
+            below the other's; then solve the one with the smaller proven upper bound again
+            (where at least ``LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS`` = 90 s are left, or
+            without a time limit; if no racer has a bound by then, they race on), split in
+            halves on both cores (the forward model by ``gate_split``, the backward one by
+            ``sign_split``) for the time left, from the racers' best attained point
+            (``start_point``); the answer keeps the best bounds of the race and the split
+            (:func:`_split_leader`). True (the default); False: the racers run to the end.
+            Side by side on the ℓ∞ unit boxes of benchmarks/speed.py (before the early
+            decision) it took [10,20,20,1] seed 1 from 176.4 to 146.9 s and seed 0, whose race
+            ends soon after the decision, from 33.0 to 53.6 s; [16,16,16,2] changed little
+            (docs/performance.md).
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the
@@ -900,7 +911,13 @@ def _probe_then_race(
             with heartbeat(say, "racing", race_limit):
                 # the racers stop themselves at race_limit; their preparation (bounds, build,
                 # attack) may take longer, so wait for them as long as the caller's limit allows
-                winner, answers = race_answers(network, domain, entries, remaining)
+                winner, answers = race_answers(
+                    network,
+                    domain,
+                    entries,
+                    remaining,
+                    stop_when=_decisive(say) if decide else None,
+                )
         except NoBoundError:
             left = None if remaining is None else remaining - (time.perf_counter() - race_start)
             if not decide or (left is not None and left < MIN_RACE_SECONDS):
@@ -940,6 +957,26 @@ def _probe_then_race(
     return _noted(merged, timings, note, say)
 
 
+def _decisive(say: Callable[[str], None]) -> Callable[[float, dict[str, float]], bool]:
+    """``split_leader``'s early decision (:func:`~lipopt.race.race_answers`' ``stop_when``):
+    from :data:`~lipopt.race.EARLY_LEADER_AFTER` seconds into the race, stop the racers once
+    one's proven bound is at least :data:`~lipopt.race.DECISIVE_RATIO` times the other's."""
+
+    def decisive(seconds: float, bounds: dict[str, float]) -> bool:
+        if seconds < EARLY_LEADER_AFTER or len(bounds) < 2:
+            return False
+        (leader, low), (_, high) = sorted(bounds.items(), key=lambda item: item[1])
+        if not (0.0 < low and np.isfinite(high) and high >= DECISIVE_RATIO * low):
+            return False
+        say(
+            f"after {seconds:.0f} s of the race the {leader} model's proven bound {low:.6g} is "
+            f"{high / low:.2f} times below the other's ({high:.6g}): stopping the racers"
+        )
+        return True
+
+    return decisive
+
+
 def _noted(
     result: LipschitzResult, timings: dict[str, float], note: str, say: Callable[[str], None]
 ) -> LipschitzResult:
@@ -973,16 +1010,17 @@ def _split_leader(
     answer is certified, so the result keeps the best bounds of the racers, the split and
     ``earlier`` (the probe's); if the split fails or no time is left, the racers' stand."""
     form, solver, say = *model, problem.say
+    within = f"{timings.get('race', LEADER_AFTER):.0f} s"  # stopped at LEADER_AFTER or earlier
     raced = merge([*answers.values(), *earlier])
     gap = problem.arguments["gap"]
     closed = raced.status == "optimal" or (
         gap is not None and raced.gap is not None and raced.gap <= gap
     )
     if closed:  # one racer's bound meets the other's attained value: nothing left to split
-        note = f"neither racer finished in {LEADER_AFTER:g} s; together their bounds closed the gap"
+        note = f"neither racer finished in {within}; together their bounds closed the gap"
         return _noted(raced, timings, note, say)
     if remaining is not None and remaining < MIN_RACE_SECONDS:
-        note = f"neither racer finished in {LEADER_AFTER:g} s and no time is left to split"
+        note = f"neither racer finished in {within} and no time is left to split"
         return _noted(raced, timings, note, say)
     # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
     point = raced.witness
@@ -990,10 +1028,10 @@ def _split_leader(
     others = ", ".join(f"{answers[name].upper:.6g} for the {name}" for name in answers)
     how = "a first-layer gate" if form is Formulation.FORWARD else "a gradient sign"
     say(
-        f"neither racer finished in {LEADER_AFTER:g} s (proven bounds {others}); the {leader} "
+        f"neither racer finished in {within} (proven bounds {others}); the {leader} "
         f"model again, split on {how} on two processes..."
     )
-    note = f"neither racer finished in {LEADER_AFTER:g} s; the {leader} model split in halves"
+    note = f"neither racer finished in {within}; the {leader} model split in halves"
     split_start = time.perf_counter()
     try:
         result = problem.solve(
@@ -1296,7 +1334,10 @@ def _solve_refined(
     cutoff: float | None = None,
 ) -> _Solved:
     """Solve; while the optimum's activation region is lower-dimensional (so the optimum is
-    not attained by any gradient), exclude its pattern by a no-good cut and re-solve."""
+    not attained by any gradient), exclude its pattern by a no-good cut and re-solve. In a
+    racer's process the solves report their bounds to the race (:func:`~lipopt.race.racer_stop`)."""
+    if options.stop is None and (report := racer_stop()) is not None:
+        options = replace(options, stop=report)
     start = time.perf_counter()
     with heartbeat(say, "solving", options.time_limit):
         first = adapter.solve(lip.model, options)

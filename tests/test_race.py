@@ -32,9 +32,9 @@ def _spy_on_race(monkeypatch) -> dict[str, dict]:
     seen: dict[str, dict] = {}
     real_race = lipschitz_module.race_answers
 
-    def spy(network, domain, entries, time_limit):
+    def spy(network, domain, entries, time_limit, stop_when=None):
         seen.update(entries)
-        return real_race(network, domain, entries, time_limit)
+        return real_race(network, domain, entries, time_limit, stop_when=stop_when)
 
     monkeypatch.setattr(lipschitz_module, "race_answers", spy)
     return seen

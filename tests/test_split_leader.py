@@ -32,7 +32,7 @@ def _unfinished_race(monkeypatch, looser: dict[str, float]) -> dict[str, dict]:
     (still a sound bound, only a weaker one) and no witness. Records the racers' entries."""
     seen: dict[str, dict] = {}
 
-    def fake(network, domain, entries, time_limit):
+    def fake(network, domain, entries, time_limit, stop_when=None):
         seen.update(entries)
         answers = {}
         for name, entry in entries.items():
@@ -104,7 +104,7 @@ def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
     point = domain.sample(1, np.random.default_rng(0))[0]
     value = float(dual_norm(net.gradients(point, c), norm))
 
-    def fake(network, domain, entries, time_limit):
+    def fake(network, domain, entries, time_limit, stop_when=None):
         seen.update(entries)
         answers = {}
         for name, entry in entries.items():
@@ -135,7 +135,7 @@ def test_racers_that_close_the_gap_together_are_not_split(monkeypatch):
     no split runs."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
 
-    def fake(network, domain, entries, time_limit):
+    def fake(network, domain, entries, time_limit, stop_when=None):
         answers = {}
         for n, (name, entry) in enumerate(entries.items()):
             solved = lipschitz_module.lipschitz(network, domain, **dict(entry, time_limit=None))
@@ -188,12 +188,12 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
     waits: list[float | None] = []  # how long each race waits for its racers
     real = lipschitz_module.race_answers
 
-    def first_fails(network, domain, entries, time_limit):
+    def first_fails(network, domain, entries, time_limit, stop_when=None):
         limits.append({entry["time_limit"] for entry in entries.values()})
         waits.append(time_limit)
         if len(limits) == 1:
             raise lipschitz_module.NoBoundError("no bound yet (the test)")
-        return real(network, domain, entries, time_limit)
+        return real(network, domain, entries, time_limit, stop_when=stop_when)
 
     monkeypatch.setattr(lipschitz_module, "race_answers", first_fails)
     said: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -38,6 +39,10 @@ class SolveOptions:
         threads: solver threads (None: the solver's default).
         verbose: stream the solver's log.
         options: extra solver-specific options, passed through.
+        stop: called during a MIP solve with the incumbent's objective and the proven bound
+            (``-inf`` / ``inf`` while there is none); True stops the solve with
+            :attr:`Termination.INTERRUPTED` and its bounds so far. HiGHS asks at its MIP
+            interrupt checks, SCIP after each node; the other adapters never ask.
     """
 
     time_limit: float | None = None
@@ -46,6 +51,7 @@ class SolveOptions:
     threads: int | None = None
     verbose: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    stop: Callable[[float, float], bool] | None = None
 
 
 @dataclass(frozen=True)

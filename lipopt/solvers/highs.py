@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyomo.environ as pe
@@ -31,16 +33,59 @@ def _status_map() -> dict[Any, Termination]:
     }
 
 
+class _DropRecords(logging.Filter):
+    """Drops log records whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
 class HighsSolver:
     """The default adapter: open source, in-process, MIP and LP."""
 
     name = "highs"
     supports_mip = True
 
-    def _factory(self) -> Any:
+    def _factory(self, stop: Callable[[float, float], bool] | None = None) -> Any:
+        from pyomo.contrib.solver.common.results import TerminationCondition as TC
         from pyomo.contrib.solver.solvers.highs import Highs
 
-        return Highs()
+        if stop is None:
+            return Highs()
+
+        class StoppableHighs(Highs):  # type: ignore[misc, valid-type]
+            """Pyomo's HiGHS interface with ``stop`` asked at HiGHS's MIP interrupt checks;
+            a stop it asked for ends as "interrupted" (Pyomo knows no such HiGHS status)."""
+
+            stopped = False
+
+            def _solve(self) -> Any:
+                highs = self._solver_model
+
+                def check(event: Any) -> None:
+                    out = event.data_out
+                    if stop(float(out.mip_primal_bound), float(out.mip_dual_bound)):
+                        self.stopped = True
+                        event.interrupt()
+
+                unhandled = _DropRecords("kInterrupt")  # Pyomo's warning about that status
+                logger = logging.getLogger(Highs.__module__)
+                highs.cbMipInterrupt += check
+                logger.addFilter(unhandled)
+                try:
+                    results = super()._solve()
+                finally:
+                    highs.cbMipInterrupt -= check
+                    logger.removeFilter(unhandled)
+                if self.stopped:
+                    results.termination_condition = TC.interrupted
+                return results
+
+        return StoppableHighs()
 
     def available(self) -> bool:
         try:
@@ -57,7 +102,7 @@ class HighsSolver:
         trivial = constant_objective_result(model, self.name)
         if trivial is not None:
             return trivial
-        solver = self._factory()
+        solver = self._factory(options.stop)
         # HiGHS's own feasibility tolerances: tightening mip_feasibility_tolerance to 1e-9 made
         # it declare small, feasible Lipschitz models infeasible. Exactness does not rest on it:
         # the witness is re-verified in numpy and the bound is HiGHS's proven dual bound.
@@ -82,7 +127,7 @@ class HighsSolver:
             # HiGHS's MIP presolve has declared numerically delicate Lipschitz models
             # infeasible although a point satisfies every row to 1e-9; without presolve the
             # same model solves. Lipschitz models are never infeasible, so retry once.
-            solver = self._factory()
+            solver = self._factory(options.stop)
             kwargs["solver_options"] = {**solver_options, "presolve": "off"}
             results = self._run(solver, model, kwargs)
             termination = _status_map().get(results.termination_condition, Termination.ERROR)

@@ -20,6 +20,7 @@ import functools
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyomo.environ as pe
@@ -75,6 +76,35 @@ def _bound(value: Any) -> float | None:
     return None if value is None else float(pe.value(value))
 
 
+def _stopping(stop: Callable[[float, float], bool]) -> Any:
+    """A SCIP event handler that asks ``stop(incumbent, bound)`` after every solved node and
+    interrupts the solve when it says so (``stopped`` then records that it did)."""
+    from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+
+    class Stopping(Eventhdlr):  # type: ignore[misc]
+        stopped = False
+
+        def eventinit(self) -> None:
+            self.model.catchEvent(SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexit(self) -> None:
+            self.model.dropEvent(SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexec(self, event: Any) -> None:
+            scip = self.model
+            incumbent = _finite(float(scip.getPrimalbound()))
+            bound = _finite(float(scip.getDualbound()))
+            asked = stop(
+                -math.inf if incumbent is None else incumbent,
+                math.inf if bound is None else bound,
+            )
+            if asked and not self.stopped:
+                self.stopped = True
+                scip.interruptSolve()
+
+    return Stopping()
+
+
 class ScipSolver:
     """SCIP: open source (Apache 2.0), in-process, MIP and LP."""
 
@@ -116,6 +146,10 @@ class ScipSolver:
                 scip.setParam(key, value)
             except Exception as exc:  # noqa: BLE001 - SCIP's own message is clear enough
                 raise SolverError(f"SCIP refused option {key}={value!r}: {exc}") from None
+        stopping = None
+        if options.stop is not None:
+            stopping = _stopping(options.stop)
+            scip.includeEventhdlr(stopping, "lipopt-stop", "asks the caller whether to stop")
         start = time.perf_counter()
         try:
             with contextlib.redirect_stdout(sys.stderr):  # stdout is for results
@@ -129,8 +163,9 @@ class ScipSolver:
             raise SolverError(f"SCIP failed: {exc}") from exc
         seconds = time.perf_counter() - start
         status = scip.getStatus()
-        if status == "userinterrupt":  # SCIP caught Ctrl-C: the caller must see it, not a status
-            raise KeyboardInterrupt
+        asked_to_stop = stopping is not None and stopping.stopped
+        if status == "userinterrupt" and not asked_to_stop:
+            raise KeyboardInterrupt  # SCIP caught Ctrl-C: the caller must see it, not a status
         termination = STATUS.get(status, Termination.ERROR)
         incumbent = None
         values = None
