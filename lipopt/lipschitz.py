@@ -1003,14 +1003,16 @@ def _split_leader(
     earlier: list[LipschitzResult],
     timings: dict[str, float],
 ) -> LipschitzResult:
-    """Neither racer finished by :data:`~lipopt.race.LEADER_AFTER`: the ``leader`` (smaller
-    proven upper bound) solved again from scratch, split in halves on both cores (the forward
-    model on a first-layer gate, :func:`_gate_split`; the backward one on a gradient sign,
-    :func:`_sign_split`), from the best point the racers attained, for the time left. Every
-    answer is certified, so the result keeps the best bounds of the racers, the split and
-    ``earlier`` (the probe's); if the split fails or no time is left, the racers' stand."""
+    """Neither racer finished before the decision (at :data:`~lipopt.race.LEADER_AFTER`, or
+    earlier on a clear lead, :func:`_decisive`; ``timings["race"]`` is how long the race ran):
+    the ``leader`` (smaller proven upper bound) solved again from scratch, split in halves on
+    both cores (the forward model on a first-layer gate, :func:`_gate_split`; the backward one
+    on a gradient sign, :func:`_sign_split`), from the best point the racers attained, for the
+    time left. Every answer is certified, so the result keeps the best bounds of the racers,
+    the split and ``earlier`` (the probe's); if the split fails or no time is left, the
+    racers' stand."""
     form, solver, say = *model, problem.say
-    within = f"{timings.get('race', LEADER_AFTER):.0f} s"  # stopped at LEADER_AFTER or earlier
+    within = f"{timings['race']:.0f} s"  # the racers stopped at LEADER_AFTER or earlier
     raced = merge([*answers.values(), *earlier])
     gap = problem.arguments["gap"]
     closed = raced.status == "optimal" or (
