@@ -14,13 +14,15 @@ solved exactly twice in one run, in a fresh process each (so peak memory is per 
   regions=False, attack=False, sign_split=False``), the backward model alone: the paper's
   formulation;
 - tuned: the default of ``lipopt.lipschitz`` as shipped (see ``TUNED`` below);
-- nodecomp, noregions, backward, forward, noattack, signsplit, gatesplit, noleader (only with
-  ``--configs``): the default without the ℓ1-norm decomposition, without the region search,
-  with one formulation instead of the race, without the attack's cutoff in the racers, with the
-  backward model split on a gradient sign instead of the race (``sign_split=True``), with
-  the forward model alone, split on a first-layer neuron's hyperplane (``gate_split=True``;
-  these two need the ℓ∞ input norm: ``--norms linf``), or with the racers running to the end
-  (``split_leader=False``; noleader).
+- nodecomp, noregions, backward, forward, noattack, signsplit, gatesplit, noleader, noproducts
+  (only with ``--configs``): the default without the ℓ1-norm decomposition, without the region
+  search, with one formulation instead of the race, without the attack's cutoff in the racers,
+  with the backward model split on a gradient sign instead of the race (``sign_split=True``),
+  with the forward model alone, split on a first-layer neuron's hyperplane
+  (``gate_split=True``; these two need the ℓ∞ input norm: ``--norms linf``), with the racers
+  running to the end (``split_leader=False``; noleader), or with the ℓ1 candidates maximised
+  through the backward pass instead of as sums of gate products (``products=False``;
+  noproducts).
 
 The tuned default races two processes on hard problems (``formulation="auto"``), so run it with
 ``--jobs 1`` for a fair comparison: each racer then has a core to itself. Peak memory is the
@@ -90,6 +92,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "signsplit": {"sign_split": True},
     "gatesplit": {"formulation": "forward", "gate_split": True},
     "noleader": {"split_leader": False},
+    "noproducts": {"products": False},
 }
 
 

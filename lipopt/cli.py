@@ -240,6 +240,14 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
         "halves solved side by side (off by default)",
     )
     perf.add_argument(
+        "--no-products",
+        dest="products",
+        action="store_false",
+        help="--norm l1 with the decomposition: maximise each candidate through the backward "
+        "pass's switches (default: for a network of two hidden layers and a fixed c, as a sum "
+        "of products of the two layers' gates, a tighter model)",
+    )
+    perf.add_argument(
         "--no-split-leader",
         dest="split_leader",
         action="store_false",
@@ -539,6 +547,7 @@ def run_solve(args: argparse.Namespace) -> int:
         sign_split=args.sign_split,
         gate_split=args.gate_split,
         split_leader=args.split_leader,
+        products=args.products,
     )
     if args.json:
         out = result.to_dict()
