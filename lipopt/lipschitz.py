@@ -460,12 +460,12 @@ def lipschitz(
             of :data:`ATTACK_STEPS` moves) finds a point whose gradient norm ``L`` is attained;
             the MIP then requires ``objective >= L`` (less 1e-6 relative), so the solver prunes
             every branch that cannot beat it, and an infeasible verdict proves the constant is
-            ``L``. With the ℓ1 decomposition ``L`` is the candidates' first cutoff. Exact mode
-            and a fixed c only; its time comes out of ``time_limit``. ``"auto"`` (the
-            default): in the two racers of ``formulation="auto"`` (or, with ``sign_split``, the
-            split in their place) and the leader's split after them, where the problem has
-            proved hard, and before the halves of ``gate_split``; True: before every MIP;
-            False: never.
+            ``L``. With the ℓ1 decomposition the larger of ``L`` and the best sampled value is
+            the candidates' first cutoff. Exact mode and a fixed c only; its time comes out of
+            ``time_limit``. ``"auto"`` (the default): in the two racers of
+            ``formulation="auto"`` (or, with ``sign_split``, the split in their place) and the
+            leader's split after them, where the problem has proved hard, and before the halves
+            of ``gate_split``; True: before every MIP; False: never.
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
@@ -1695,7 +1695,9 @@ def _decomposed(
     candidates = lip.candidates
     known = max(c.lower for c in candidates)  # ||g||_∞ >= known at every point
     if not isinstance(problem.seed, OutputNorm):
+        start = time.perf_counter()
         sampled = _sampled_witness(problem)
+        timings["sampling"] = time.perf_counter() - start
         if sampled is not None and (
             start_witness is None or sampled.norm_value > start_witness.norm_value
         ):

@@ -8,16 +8,17 @@ import itertools
 import numpy as np
 import pyomo.environ as pe
 import pytest
+from pyomo.core.expr.visitor import identify_variables
 
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NeuronState
 from lipopt.formulation import build
-from lipopt.formulation.objective import Candidate
+from lipopt.formulation.objective import Candidate, set_candidate
 from lipopt.formulation.products import gate_products, remove_products, set_products
 from lipopt.lipschitz import LipschitzError
 from lipopt.norms import InputNorm
-from lipopt.solvers import SolveOptions, get
+from lipopt.solvers import SolveOptions, Termination, get
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt, jacobian_of_pattern
 
@@ -31,19 +32,22 @@ def _gates_of(states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "domain",
-    [Box(np.zeros(4), np.ones(4)), LinfBall(np.full(4, 0.5), 0.15)],
-    ids=["unit-box", "ball-with-stable-neurons"],
+    ("seed", "domain"),
+    [(11, Box(np.zeros(4), np.ones(4))), (15, LinfBall(np.full(4, 0.5), 0.1))],
+    ids=["unit-box", "ball-with-every-state-in-both-layers"],
 )
-def test_product_objective_is_the_gradient_entry_at_every_gate_pattern(domain) -> None:
+def test_product_objective_is_the_gradient_entry_at_every_gate_pattern(seed, domain) -> None:
     """With the gates fixed to any pattern and the rest free, max Σ q y = sign · (c^T J)_j,
-    J = W_3 D_2 W_2 D_1 W_1 computed by the oracle."""
-    rng = np.random.default_rng(11)
+    J = W_3 D_2 W_2 D_1 W_1 computed by the oracle. The ball's layers each hold active,
+    inactive and unstable neurons, so every kind of term (constant, one gate, two gates)
+    occurs."""
+    rng = np.random.default_rng(seed)
     net = random_network(rng, [4, 6, 5, 2])
     c = np.array([1.0, -1.0])
     bounds = propagate(net, domain, c)
-    if isinstance(domain, LinfBall):  # the stable neurons' constants are exercised
-        assert any((s != NeuronState.UNSTABLE).any() for s in bounds.states)
+    if isinstance(domain, LinfBall):
+        for states in bounds.states:
+            assert set(np.asarray(states).tolist()) == {0, 1, 2}
     lip = build(net, domain, c, InputNorm.L1, bounds, decompose=True)
     products = gate_products(net, c, bounds.states)
     assert products is not None
@@ -62,6 +66,34 @@ def test_product_objective_is_the_gradient_entry_at_every_gate_pattern(domain) -
             set_products(model, lip.activations, products, cand)
             result = get("highs").solve(model, SolveOptions())
             assert result.incumbent == pytest.approx(cand.sign * truth[cand.index], abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_candidate_has_the_same_maximum_and_cutoff_verdicts_as_the_backward_model(seed):
+    """Per candidate, with x free in an ℓ∞ ball where both layers have active neurons (so the
+    constant and one-gate terms occur) and the second unstable ones: the product model's
+    maximum equals the backward model's (itself tested against brute force), and the cutoff
+    ``>= max + 1e-4`` is infeasible while ``>= max - 1e-4`` is not."""
+    rng = np.random.default_rng(400 + seed)
+    net = random_network(rng, [4, 6, 6, 1])
+    domain = LinfBall(rng.uniform(size=4), 0.15)
+    bounds = propagate(net, domain, np.ones(1))
+    assert all((np.asarray(s) == NeuronState.ACTIVE).any() for s in bounds.states)
+    assert (np.asarray(bounds.states[1]) == NeuronState.UNSTABLE).any()
+    lip = build(net, domain, np.ones(1), InputNorm.L1, bounds, decompose=True)
+    products = gate_products(net, np.ones(1), bounds.states)
+    solver = get("highs")
+    for cand in lip.candidates:
+        remove_products(lip.model)
+        set_candidate(lip.model, lip.gradient, cand)
+        backward = solver.solve(lip.model, SolveOptions()).incumbent
+        set_products(lip.model, lip.activations, products, cand)
+        product = solver.solve(lip.model, SolveOptions()).incumbent
+        assert product == pytest.approx(backward, abs=1e-7)
+        set_products(lip.model, lip.activations, products, cand, cutoff=backward + 1e-4)
+        assert solver.solve(lip.model, SolveOptions()).termination is Termination.INFEASIBLE
+        set_products(lip.model, lip.activations, products, cand, cutoff=backward - 1e-4)
+        assert solver.solve(lip.model, SolveOptions()).termination is Termination.OPTIMAL
 
 
 def test_gate_products_only_for_two_hidden_layers() -> None:
@@ -116,9 +148,14 @@ def test_decomposition_with_and_without_products_equals_brute_force(case, produc
     assert res.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     assert res.lower == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     assert res.model_stats["gate_products"] == int(products)
-    if workers == 1:  # the in-process model is the backward model again
-        assert res.model.model.component("prod_y") is None
-        assert all(con.active for con in res.model.model.component_objects(pe.Constraint))
+    if workers == 1:  # the in-process model is the backward model again, objective included
+        model = res.model.model
+        assert model.component("prod_y") is None
+        assert all(con.active for con in model.component_objects(pe.Constraint))
+        used = list(identify_variables(model.objective.expr))
+        # none of a deleted product: a deleted variable has no parent component
+        assert used and all(var.parent_component() is not None for var in used)
+        assert all(var.model() is model for var in used)
 
 
 def test_sampled_start_is_a_verified_cutoff() -> None:
