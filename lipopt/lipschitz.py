@@ -1664,7 +1664,7 @@ def _sampled_witness(problem: _Problem) -> _Witness | None:
     :data:`DECOMPOSE_SAMPLES` uniform random points (fixed c): a cutoff for the first
     candidates."""
     points = np.asarray(problem.domain.sample(DECOMPOSE_SAMPLES, problem.rng))
-    values = np.max(np.abs(problem.network.gradients(points, problem.seed)), axis=1)
+    values = dual_norm(problem.network.gradients(points, problem.seed), problem.norm)
     best = np.argsort(-values)[:DECOMPOSE_VERIFIED]
     return problem.witness_of([points[n] for n in best])
 

@@ -79,20 +79,6 @@ def gate_products(
     )
 
 
-def _gate(state: int, binaries: dict[int, Any], neuron: int) -> Any:
-    """A gate: 1 (active), 0 (inactive) or the neuron's binary (unstable)."""
-    if state == NeuronState.ACTIVE:
-        return 1
-    if state == NeuronState.INACTIVE:
-        return 0
-    return binaries[neuron]
-
-
-def _is_zero(gate: Any) -> bool:
-    """Whether a gate is the number 0 (an inactive neuron)."""
-    return isinstance(gate, int) and gate == 0
-
-
 def _backward_constraints(model: pe.ConcreteModel) -> list[Any]:
     """The backward pass's constraints of a two-hidden-layer model (``y{k}_def``,
     ``switch{k}``; :mod:`lipopt.formulation.backward`)."""
@@ -112,23 +98,23 @@ def set_products(
     require the sum ``>= cutoff``."""
     remove_products(model, reactivate=False)
     q = products.coefficients(candidate)
-    first_states, second_states = products.states
-    first = [_gate(int(s), activations[0], i) for i, s in enumerate(first_states)]
-    second = [_gate(int(s), activations[1], b) for b, s in enumerate(second_states)]
+    first_states, second_states = (states.tolist() for states in products.states)
+    first, second = activations[0], activations[1]  # the unstable neurons' binaries
+    active, inactive = int(NeuronState.ACTIVE), int(NeuronState.INACTIVE)  # plain ints: fast
     terms: list[Any] = []
     constant = 0.0
     both: list[tuple[int, int]] = []  # products of two unstable gates
-    for i, gi in enumerate(first):
-        for b, gb in enumerate(second):
+    for i, first_state in enumerate(first_states):
+        for b, second_state in enumerate(second_states):
             coefficient = float(q[i, b])
-            if coefficient == 0.0 or _is_zero(gi) or _is_zero(gb):
+            if coefficient == 0.0 or inactive in (first_state, second_state):
                 continue
-            if isinstance(gi, int) and isinstance(gb, int):
+            if first_state == active and second_state == active:
                 constant += coefficient
-            elif isinstance(gi, int):
-                terms.append(coefficient * gb)
-            elif isinstance(gb, int):
-                terms.append(coefficient * gi)
+            elif first_state == active:
+                terms.append(coefficient * second[b])
+            elif second_state == active:
+                terms.append(coefficient * first[i])
             else:
                 both.append((i, b))
     model.prod_y = pe.Var(range(len(both)), bounds=(0.0, 1.0))
