@@ -220,8 +220,9 @@ def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
     _add_switch(
         perf,
         "attack",
-        on="start every MIP from a gradient attack's attained value (about 0.7 s): the solver "
-        "must beat it, which prunes from the start (exact mode, fixed c)",
+        on="start every MIP from the attained value of a gradient attack and a pattern climb "
+        "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
+        "fixed c)",
         off="no attack (default: only in the two racers of --formulation auto, or the "
         "--sign-split in their place, the leader's split after them, and before the halves of "
         "--gate-split)",

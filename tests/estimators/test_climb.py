@@ -1,0 +1,122 @@
+"""The pattern climb: its batched pattern gradients, attained values, the local maximum it stops
+at (against the brute-force oracle's regions), its budget, and that it climbs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
+from lipopt.estimators.climb import _neighbours, pattern_climb, pattern_gradients
+from lipopt.norms import dual_norm
+from lipopt.verify import is_differentiable_at
+from tests.helpers import random_network
+from tests.oracle import (
+    activation_patterns,
+    brute_force_lipschitz,
+    from_lipopt,
+    jacobian_of_pattern,
+)
+
+
+@pytest.mark.parametrize("widths", [[3, 5, 1], [4, 6, 5, 2], [3, 4, 5, 4, 2]])
+def test_pattern_gradients_match_the_oracle_jacobians(widths):
+    """``g(σ) = c^T J(σ)`` for random patterns, including patterns no point has."""
+    rng = np.random.default_rng(len(widths))
+    net = random_network(rng, widths)
+    weights = from_lipopt(net, Box(np.zeros(widths[0]), np.ones(widths[0]))).weights
+    c = rng.normal(size=widths[-1])
+    masks = [rng.integers(0, 2, size=(7, w)).astype(float) for w in widths[1:-1]]
+    got = pattern_gradients(net, masks, c)
+    for n in range(7):
+        expected = c @ jacobian_of_pattern(weights, [m[n] for m in masks])
+        np.testing.assert_allclose(got[n], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_neighbours_flip_exactly_one_gate_each():
+    pattern = [np.array([1.0, 0.0, 1.0]), np.array([0.0, 1.0])]
+    batch = _neighbours(pattern)
+    assert [b.shape for b in batch] == [(5, 3), (5, 2)]
+    flat = np.hstack(batch)
+    start = np.concatenate(pattern)
+    np.testing.assert_array_equal(flat != start, np.eye(5, dtype=bool))
+
+
+DOMAINS = [
+    lambda d: Box(np.zeros(d), np.ones(d)),
+    lambda d: LinfBall(np.full(d, 0.4), 0.3),
+    lambda d: L1Ball(np.full(d, 0.5), 0.8),
+]
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("kind", range(len(DOMAINS)))
+@pytest.mark.parametrize("seed", range(3))
+def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm):
+    """Against the oracle's full list of regions: the climb's point is strictly inside a region
+    of the domain, its value is that region's, no region one gate away scores more, and the
+    value is at most the constant; starting from every sampled point's region it never ends
+    below its start."""
+    rng = np.random.default_rng(300 + seed)
+    widths = [3, 6, 5, 1] if seed % 2 == 0 else [2, 5, 4, 3, 1]
+    net = random_network(rng, widths)
+    domain = DOMAINS[kind](widths[0])
+    args = from_lipopt(net, domain)
+    truth = brute_force_lipschitz(*args, None, norm, collect_regions=True)
+    regions = {tuple(np.concatenate(r.pattern).astype(int)): r.value for r in truth.regions}
+    c = np.ones(1)
+    starts = list(domain.sample(4, rng))
+    for start in starts:
+        found = pattern_climb(net, domain, c, norm, [start], max_checks=10_000)
+        assert found is not None
+        point = found.point
+        assert domain.contains(point, tol=1e-9) and is_differentiable_at(net, point)
+        attained = float(dual_norm(net.gradients(point, c), norm))
+        assert found.value == pytest.approx(attained, rel=1e-9, abs=1e-12)
+        layers = activation_patterns(args.weights, point[None, :])
+        key = tuple(np.concatenate([m[0] for m in layers]).astype(int))
+        assert regions[key] == pytest.approx(found.value, rel=1e-9, abs=1e-12)
+        for n in range(len(key)):  # every neighbour region the oracle knows
+            flipped = key[:n] + (1 - key[n],) + key[n + 1 :]
+            if flipped in regions:
+                assert regions[flipped] <= found.value * (1 + 1e-9) + 1e-12
+        assert found.value <= truth.value * (1 + 1e-9) + 1e-12
+        start_value = float(dual_norm(net.gradients(start, c), norm))
+        assert found.value >= start_value * (1 - 1e-9) - 1e-12
+
+
+def test_climb_keeps_to_its_budget_and_climbs():
+    """On a [10, 20, 20, 1] unit box the climb from the best of 200 random points goes higher,
+    and never solves more margin LPs than allowed."""
+    rng = np.random.default_rng(5)
+    net = random_network(rng, [10, 20, 20, 1])
+    box = Box(np.zeros(10), np.ones(10))
+    c = np.ones(1)
+    pool = box.sample(200, rng)
+    values = dual_norm(net.gradients(pool, c), "linf")
+    start = pool[int(np.argmax(values))]
+    for budget in (1, 5, 40):
+        found = pattern_climb(net, box, c, "linf", [start], max_checks=budget)
+        assert found is not None and found.checks <= budget
+    assert found.value > values.max() * 1.01
+
+
+def test_a_start_on_no_full_dimensional_region_is_skipped():
+    """f(x) = relu(x) on [0, 1]: at x = 0 the pattern is "inactive", whose region x < 0 misses
+    the box, so that start yields nothing; from x = 0.5 the active region, slope 1."""
+    net = Network.from_layers([Affine([[1.0]], [0.0]), ReLU(), Affine([[1.0]], [0.0])])
+    box = Box(np.array([0.0]), np.array([1.0]))
+    assert pattern_climb(net, box, np.ones(1), "linf", [np.array([0.0])]) is None
+    found = pattern_climb(net, box, np.ones(1), "linf", [np.array([0.0]), np.array([0.5])])
+    assert found is not None and found.value == pytest.approx(1.0) and found.checks == 2
+    assert 0.0 < found.point[0] < 1.0
+
+
+def test_a_network_without_hidden_layers_has_one_region():
+    """f(x) = W x + b: one region, the whole domain; the climb returns its constant gradient."""
+    net = Network.from_layers([Affine([[2.0, -3.0], [1.0, 0.5]], [0.0, 1.0])])
+    box = Box(np.zeros(2), np.ones(2))
+    found = pattern_climb(net, box, np.array([1.0, -1.0]), "linf", [np.array([0.2, 0.7])])
+    assert found is not None and found.checks == 1
+    assert found.value == pytest.approx(abs(2.0 - 1.0) + abs(-3.0 - 0.5))
+    assert box.contains(found.point)
