@@ -309,10 +309,17 @@ ATTACK_STEPS = 400
 
 
 def _attack_witness(
-    network: Network, domain: Domain, seed: Seed, norm: InputNorm, random_seed: int
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    random_seed: int,
+    deadline: float | None = None,
 ) -> _Witness | None:
-    """The gradient attack's best point, verified as any other witness (its region checked to
-    be full-dimensional, the value recomputed at a differentiable point)."""
+    """The best of the gradient attack's point, the :data:`CLIMB_SAMPLED_STARTS` best sampled
+    points and the pattern climb's point from them (the climb stops at ``deadline``), verified
+    as any other witness (its region checked to be full-dimensional, the value recomputed at a
+    differentiable point)."""
     from lipopt.estimators.attack import gradient_attack
 
     rng = np.random.default_rng(random_seed)
@@ -320,16 +327,17 @@ def _attack_witness(
     point, _ = gradient_attack(
         network, domain, c, norm, restarts=ATTACK_RESTARTS, steps=ATTACK_STEPS, rng=rng
     )
-    climbed = _climb(
-        network, domain, c, norm, [point, *_top_sampled(network, domain, c, norm, rng)]
-    )
-    points = [point] if climbed is None else [point, climbed]
+    starts = [point, *_top_sampled(network, domain, c, norm, rng, CLIMB_SAMPLED_STARTS)]
+    climbed = _climb(network, domain, c, norm, starts, deadline)
+    points = starts if climbed is None else [*starts, climbed]
     return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
 
 
 #: the pattern climb from the attack's point or the best sampled points (:func:`_climb`): its
-#: budget of margin LPs (2-3 ms each on the speed benchmark's networks)
+#: budget of margin LPs (2-3 ms each on the speed benchmark's networks), and how many of the
+#: best sampled points it also starts from after the attack
 CLIMB_CHECKS = 200
+CLIMB_SAMPLED_STARTS = 3
 
 
 def _top_sampled(
@@ -338,7 +346,7 @@ def _top_sampled(
     c: FloatArray,
     norm: InputNorm,
     rng: np.random.Generator,
-    count: int = 3,
+    count: int,
 ) -> list[FloatArray]:
     """The ``count`` best of :data:`DECOMPOSE_SAMPLES` uniform random points of the domain
     (their gradients in one batch: milliseconds)."""
@@ -348,14 +356,19 @@ def _top_sampled(
 
 
 def _climb(
-    network: Network, domain: Domain, c: FloatArray, norm: InputNorm, starts: list[FloatArray]
+    network: Network,
+    domain: Domain,
+    c: FloatArray,
+    norm: InputNorm,
+    starts: list[FloatArray],
+    deadline: float | None,
 ) -> FloatArray | None:
     """The point of the best region :func:`~lipopt.estimators.climb.pattern_climb` reaches
-    from ``starts`` within :data:`CLIMB_CHECKS` margin LPs (None: no start in a
-    full-dimensional region)."""
+    from ``starts`` within :data:`CLIMB_CHECKS` margin LPs and by ``deadline``
+    (``time.perf_counter()`` seconds; None: no start in a full-dimensional region)."""
     from lipopt.estimators.climb import pattern_climb
 
-    found = pattern_climb(network, domain, c, norm, starts, CLIMB_CHECKS)
+    found = pattern_climb(network, domain, c, norm, starts, CLIMB_CHECKS, deadline)
     return None if found is None else found.point
 
 
@@ -699,7 +712,8 @@ def lipschitz(
     # the gate split is for hard problems: "auto" starts its halves from the attack
     if attack is True or (attack == "auto" and gate_split is True):
         start = time.perf_counter()
-        start_witness = _attack_witness(network, domain, seed, input_norm, random_seed)
+        climb_by = None if time_limit is None else call_start + time_limit
+        start_witness = _attack_witness(network, domain, seed, input_norm, random_seed, climb_by)
         timings["attack"] = time.perf_counter() - start
         if start_witness is not None:
             say(f"attack: {start_witness.norm_value:.6g} attained; the MIP must beat it")
@@ -1699,12 +1713,12 @@ DECOMPOSE_VERIFIED = 4
 
 def _sampled_witness(problem: _Problem) -> _Witness | None:
     """The best verified point among the :data:`DECOMPOSE_VERIFIED` best of
-    :data:`DECOMPOSE_SAMPLES` uniform random points (fixed c): a cutoff for the first
-    candidates."""
+    :data:`DECOMPOSE_SAMPLES` uniform random points and the pattern climb's point from them
+    (fixed c; the climb stops at the problem's deadline): a cutoff for the first candidates."""
     network, domain, norm = problem.network, problem.domain, problem.norm
     c = np.asarray(problem.seed, dtype=np.float64)
     points = _top_sampled(network, domain, c, norm, problem.rng, DECOMPOSE_VERIFIED)
-    climbed = _climb(network, domain, c, norm, points)
+    climbed = _climb(network, domain, c, norm, points, problem.deadline)
     return problem.witness_of(points if climbed is None else [*points, climbed])
 
 

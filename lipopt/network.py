@@ -216,12 +216,21 @@ class Network:
     def gradients(self, x: ArrayLike, c: ArrayLike) -> FloatArray:
         """Gradients of ``c^T f`` at a batch (n, d) -> (n, d), relu'(0) = 0 (vectorised)."""
         batch, single = self._as_batch(x)
-        cvec = np.asarray(c, dtype=np.float64)
-        affines = self.affine_layers
         masks = [(z > 0).astype(np.float64) for z in self.pre_activations(batch)]
-        y = np.broadcast_to(affines[-1].weight.T @ cvec, (batch.shape[0], affines[-1].in_features))
+        y = self.pattern_gradients(masks, c, batch.shape[0])
+        return y[0] if single else y
+
+    def pattern_gradients(
+        self, masks: Sequence[FloatArray], c: ArrayLike, count: int | None = None
+    ) -> FloatArray:
+        """``g(σ)^T = c^T W_L D_{L-1} ··· D_1 W_1`` for a batch of 0/1 patterns, each
+        ``D_k = diag(σ_k)``: ``masks[k]`` is (n, width_k), the result (n, d). ``count`` is n
+        (needed only without hidden layers, where there are no masks; default 1)."""
+        affines = self.affine_layers
+        if count is None:
+            count = masks[0].shape[0] if len(masks) else 1
+        cvec = np.asarray(c, dtype=np.float64)
+        y = np.broadcast_to(affines[-1].weight.T @ cvec, (count, affines[-1].in_features))
         for mask, affine in zip(reversed(masks), reversed(affines[:-1])):
             y = (y * mask) @ affine.weight
-        if len(affines) == 1:
-            y = np.array(y)
-        return y[0] if single else y
+        return np.array(y) if len(affines) == 1 else y

@@ -21,6 +21,7 @@ certified pattern.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,19 +48,6 @@ class ClimbResult:
     checks: int
 
 
-def pattern_gradients(network: Network, masks: Sequence[FloatArray], c: ArrayLike) -> FloatArray:
-    """``g(σ)`` for a batch of patterns: ``masks[k]`` is (n, width_k), the result (n, d); a
-    network without hidden layers has one pattern (no masks) and its one gradient (1, d)."""
-    affines = network.affine_layers
-    count = masks[0].shape[0] if len(masks) else 1
-    y = np.broadcast_to(
-        affines[-1].weight.T @ np.asarray(c, dtype=np.float64), (count, affines[-1].in_features)
-    )
-    for mask, affine in zip(reversed(masks), reversed(affines[:-1])):
-        y = (y * mask) @ affine.weight
-    return np.asarray(y)
-
-
 def _neighbours(pattern: list[FloatArray]) -> list[FloatArray]:
     """Every pattern one gate away, as a batch: row n flips the n-th hidden neuron (layers in
     order)."""
@@ -73,6 +61,47 @@ def _neighbours(pattern: list[FloatArray]) -> list[FloatArray]:
     return batch
 
 
+class _Regions:
+    """The margin LPs of the climb, each pattern's verdict kept (climbs from different starts,
+    and the steps of one climb, meet the same patterns): a budget of ``max_checks`` LPs and an
+    optional ``deadline`` (``time.perf_counter()`` seconds)."""
+
+    def __init__(
+        self, network: Network, domain: Domain, max_checks: int, deadline: float | None
+    ) -> None:
+        self.network, self.domain = network, domain
+        self.max_checks, self.deadline = max_checks, deadline
+        self.checks = 0
+        self.seen: dict[bytes, FloatArray | None] = {}
+
+    def spent(self) -> bool:
+        """No LP left in the budget, or the deadline passed."""
+        return self.checks >= self.max_checks or (
+            self.deadline is not None and time.perf_counter() >= self.deadline
+        )
+
+    def inside(self, pattern: list[FloatArray]) -> FloatArray | None:
+        """A point strictly inside the pattern's region and the domain, or None where their
+        intersection is not full-dimensional (or undecided). Call only when not :meth:`spent`
+        unless the pattern was seen."""
+        key = _key(pattern)
+        if key not in self.seen:
+            check = check_region(self.network, pattern, self.domain)
+            self.checks += 1
+            full = check.dimension is Dimension.FULL and check.point is not None
+            self.seen[key] = check.point if full else None
+        return self.seen[key]
+
+    def known(self, pattern: list[FloatArray]) -> bool:
+        """The pattern's verdict is kept (asking :meth:`inside` again costs no LP)."""
+        return _key(pattern) in self.seen
+
+
+def _key(pattern: list[FloatArray]) -> bytes:
+    """A pattern's gates as bytes (a dictionary key)."""
+    return np.concatenate(pattern).astype(np.int8).tobytes() if pattern else b""
+
+
 def pattern_climb(
     network: Network,
     domain: Domain,
@@ -80,49 +109,46 @@ def pattern_climb(
     norm: InputNorm | str,
     starts: Sequence[FloatArray],
     max_checks: int = 200,
+    deadline: float | None = None,
 ) -> ClimbResult | None:
     """Climb from each point of ``starts`` in turn (module docstring), spending at most
-    ``max_checks`` margin LPs in all; the best region reached, or None if no start lies in a
-    full-dimensional region of the domain (a start on a boundary is first moved inside its
-    region by the LP, which counts as a check)."""
+    ``max_checks`` margin LPs in all (a pattern met again costs none) and stopping at
+    ``deadline`` (``time.perf_counter()`` seconds); the best region reached, or None if no
+    start lies in a full-dimensional region of the domain (a start on a boundary is first moved
+    inside its region by the LP)."""
     input_norm = InputNorm.parse(norm)
-    best: ClimbResult | None = None
-    checks = 0
+    regions = _Regions(network, domain, max_checks, deadline)
+    best: tuple[FloatArray, float] | None = None
     for start in starts:
-        if checks >= max_checks:
-            break
         pattern = network.activation_pattern(np.asarray(start, dtype=np.float64))
-        check = check_region(network, pattern, domain)
-        checks += 1
-        if check.dimension is not Dimension.FULL or check.point is None:
+        if regions.spent() and not regions.known(pattern):
+            break
+        point = regions.inside(pattern)
+        if point is None:
             continue
-        point = check.point
-        value = float(
-            dual_norm(pattern_gradients(network, [m[None, :] for m in pattern], c), input_norm)[0]
-        )
-        while checks < max_checks and any(mask.size for mask in pattern):
+        gradient = network.pattern_gradients([m[None, :] for m in pattern], c)
+        value = float(np.asarray(dual_norm(gradient, input_norm))[0])
+        while any(mask.size for mask in pattern):
             batch = _neighbours(pattern)
-            scores = np.asarray(dual_norm(pattern_gradients(network, batch, c), input_norm))
+            scores = np.asarray(dual_norm(network.pattern_gradients(batch, c), input_norm))
             moved = False
             for row in np.argsort(-scores, kind="stable"):
-                if (
-                    scores[row] <= value + IMPROVEMENT * max(1.0, abs(value))
-                    or checks >= max_checks
-                ):
+                if scores[row] <= value + IMPROVEMENT * max(1.0, abs(value)):
                     break
                 neighbour = [masks[row] for masks in batch]
-                check = check_region(network, neighbour, domain)
-                checks += 1
-                if check.dimension is Dimension.FULL and check.point is not None:
-                    pattern, point, value, moved = neighbour, check.point, float(scores[row]), True
+                if regions.spent() and not regions.known(neighbour):
+                    break
+                inside = regions.inside(neighbour)
+                if inside is not None:
+                    pattern, point, value, moved = neighbour, inside, float(scores[row]), True
                     break
             if not moved:
                 break
-        if best is None or value > best.value:
-            best = ClimbResult(point, value, 0)
+        if best is None or value > best[1]:
+            best = (point, value)
     if best is None:
         return None
-    return ClimbResult(best.point, best.value, checks)
+    return ClimbResult(best[0], best[1], regions.checks)
 
 
-__all__ = ["ClimbResult", "pattern_climb", "pattern_gradients"]
+__all__ = ["ClimbResult", "pattern_climb"]

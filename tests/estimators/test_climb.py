@@ -3,11 +3,13 @@ at (against the brute-force oracle's regions), its budget, and that it climbs.""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
-from lipopt.estimators.climb import _neighbours, pattern_climb, pattern_gradients
+from lipopt.estimators.climb import _neighbours, pattern_climb
 from lipopt.norms import dual_norm
 from lipopt.verify import is_differentiable_at
 from tests.helpers import random_network
@@ -27,7 +29,7 @@ def test_pattern_gradients_match_the_oracle_jacobians(widths):
     weights = from_lipopt(net, Box(np.zeros(widths[0]), np.ones(widths[0]))).weights
     c = rng.normal(size=widths[-1])
     masks = [rng.integers(0, 2, size=(7, w)).astype(float) for w in widths[1:-1]]
-    got = pattern_gradients(net, masks, c)
+    got = net.pattern_gradients(masks, c)
     for n in range(7):
         expected = c @ jacobian_of_pattern(weights, [m[n] for m in masks])
         np.testing.assert_allclose(got[n], expected, rtol=1e-12, atol=1e-12)
@@ -120,3 +122,27 @@ def test_a_network_without_hidden_layers_has_one_region():
     assert found is not None and found.checks == 1
     assert found.value == pytest.approx(abs(2.0 - 1.0) + abs(-3.0 - 0.5))
     assert box.contains(found.point)
+
+
+def test_patterns_met_again_cost_no_lp():
+    """Climbing twice from the same point solves the LPs of the first climb only."""
+    rng = np.random.default_rng(6)
+    net = random_network(rng, [6, 12, 12, 1])
+    box = Box(np.zeros(6), np.ones(6))
+    c = np.ones(1)
+    start = box.sample(1, rng)[0]
+    once = pattern_climb(net, box, c, "linf", [start], max_checks=10_000)
+    twice = pattern_climb(net, box, c, "linf", [start, start.copy()], max_checks=10_000)
+    assert once is not None and twice is not None and once.checks > 1
+    assert twice.checks == once.checks and twice.value == once.value
+
+
+def test_a_passed_deadline_stops_the_climb_before_any_lp():
+    rng = np.random.default_rng(7)
+    net = random_network(rng, [3, 6, 6, 1])
+    box = Box(np.zeros(3), np.ones(3))
+    start = box.sample(1, rng)[0]
+    late = time.perf_counter() - 1.0
+    assert pattern_climb(net, box, np.ones(1), "l1", [start], deadline=late) is None
+    soon = time.perf_counter() + 600.0
+    assert pattern_climb(net, box, np.ones(1), "l1", [start], deadline=soon) is not None
