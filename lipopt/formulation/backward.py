@@ -85,6 +85,25 @@ def add_switched_layer(
     return out
 
 
+def backward_names(k: int) -> tuple[str, str, str]:
+    """The components of hidden layer k (1-based) in the backward pass: its value variables
+    ``y{k}`` (defined by ``y{k}_def``), switched variables ``s{k}`` and switch constraints
+    ``switch{k}`` (:func:`add_switched_layer`'s ``names``)."""
+    return f"y{k}", f"s{k}", f"switch{k}"
+
+
+def backward_constraints(model: pe.ConcreteModel, hidden_layers: int) -> list[Any]:
+    """The backward pass's constraints of a model with ``hidden_layers`` hidden layers: each
+    layer's value definitions and switch constraints, those the model has."""
+    found = []
+    for k in range(1, hidden_layers + 1):
+        value_name, _, switch_name = backward_names(k)
+        for name in (f"{value_name}_def", switch_name):
+            if (component := model.component(name)) is not None:
+                found.append(component)
+    return found
+
+
 def add_backward(
     model: pe.ConcreteModel,
     network: Network,
@@ -105,9 +124,7 @@ def add_backward(
     for k in range(len(affines) - 1, 0, -1):  # hidden layer k (1-based), last first
         state = states[k - 1]
         ly, uy = bounds.grad_lower[k - 1], bounds.grad_upper[k - 1]
-        s = add_switched_layer(
-            model, y, (ly, uy), state, activations[k - 1], (f"y{k}", f"s{k}", f"switch{k}")
-        )
+        s = add_switched_layer(model, y, (ly, uy), state, activations[k - 1], backward_names(k))
         affine = affines[k - 1]
         y = linear_map(affine.weight.T, s, np.zeros(affine.in_features))
     return y

@@ -32,6 +32,7 @@ import pyomo.environ as pe
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NeuronState
+from lipopt.formulation.backward import backward_constraints
 from lipopt.formulation.objective import Candidate, set_cutoff
 from lipopt.network import Network
 
@@ -79,13 +80,6 @@ def gate_products(
     )
 
 
-def _backward_constraints(model: pe.ConcreteModel) -> list[Any]:
-    """The backward pass's constraints of a two-hidden-layer model (``y{k}_def``,
-    ``switch{k}``; :mod:`lipopt.formulation.backward`)."""
-    names = ("y1_def", "switch1", "y2_def", "switch2")
-    return [c for name in names if (c := model.component(name)) is not None]
-
-
 def set_products(
     model: pe.ConcreteModel,
     activations: Sequence[dict[int, Any]],
@@ -127,7 +121,7 @@ def set_products(
         else:
             model.prod_links.add(y >= first[i] + second[b] - 1)
         terms.append(coefficient * y)
-    for constraint in _backward_constraints(model):
+    for constraint in backward_constraints(model, 2):
         constraint.deactivate()
     model.objective.set_value(pe.quicksum(terms) + constant)
     set_cutoff(model, cutoff)
@@ -140,7 +134,7 @@ def remove_products(model: pe.ConcreteModel, reactivate: bool = True) -> None:
         if model.component(name) is not None:
             model.del_component(name)
     if reactivate:
-        for constraint in _backward_constraints(model):
+        for constraint in backward_constraints(model, 2):
             constraint.activate()
 
 
