@@ -74,16 +74,17 @@ class _Regions:
         self.checks = 0
         self.seen: dict[bytes, FloatArray | None] = {}
 
-    def spent(self) -> bool:
-        """No LP left in the budget, or the deadline passed."""
-        return self.checks >= self.max_checks or (
-            self.deadline is not None and time.perf_counter() >= self.deadline
-        )
+    def can_decide(self, pattern: list[FloatArray]) -> bool:
+        """The pattern's verdict is kept, or an LP is left in the budget before the deadline."""
+        if _key(pattern) in self.seen:
+            return True
+        late = self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.checks < self.max_checks and not late
 
     def inside(self, pattern: list[FloatArray]) -> FloatArray | None:
         """A point strictly inside the pattern's region and the domain, or None where their
-        intersection is not full-dimensional (or undecided). Call only when not :meth:`spent`
-        unless the pattern was seen."""
+        intersection is not full-dimensional (or undecided). Call only where
+        :meth:`can_decide`."""
         key = _key(pattern)
         if key not in self.seen:
             check = check_region(self.network, pattern, self.domain)
@@ -91,10 +92,6 @@ class _Regions:
             full = check.dimension is Dimension.FULL and check.point is not None
             self.seen[key] = check.point if full else None
         return self.seen[key]
-
-    def known(self, pattern: list[FloatArray]) -> bool:
-        """The pattern's verdict is kept (asking :meth:`inside` again costs no LP)."""
-        return _key(pattern) in self.seen
 
 
 def _key(pattern: list[FloatArray]) -> bytes:
@@ -121,7 +118,7 @@ def pattern_climb(
     best: tuple[FloatArray, float] | None = None
     for start in starts:
         pattern = network.activation_pattern(np.asarray(start, dtype=np.float64))
-        if regions.spent() and not regions.known(pattern):
+        if not regions.can_decide(pattern):
             break
         point = regions.inside(pattern)
         if point is None:
@@ -136,7 +133,7 @@ def pattern_climb(
                 if scores[row] <= value + IMPROVEMENT * max(1.0, abs(value)):
                     break
                 neighbour = [masks[row] for masks in batch]
-                if regions.spent() and not regions.known(neighbour):
+                if not regions.can_decide(neighbour):
                     break
                 inside = regions.inside(neighbour)
                 if inside is not None:
