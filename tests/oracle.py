@@ -87,6 +87,18 @@ DomainSpec = tuple  # ("box", lower, upper) | ("l1", center, radius) | ("linf", 
 INPUT_DUAL = {"linf": 1.0, "l1": np.inf, "l2": 2.0}  # input norm -> order of its dual norm
 OUTPUT_NORMS = ("abs", "l1", "linf", "cross")
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+#: how far above the truth an exact answer's certified upper bound may sit: the promise of
+#: docs/encoding.md §11, 1e-6 · max(1, |truth|). MIP solvers hold each row to 1e-6 (absolute),
+#: so their optimum can exceed the true one by about that much; below 1 that is more than 1e-6
+#: relative (0.906 came back 0.9059806, 9.3e-7 above)
+EXACT_PROMISE = 1e-6
+
+
+def assert_certified_exact(value: float, truth: float) -> None:
+    """``value``, an exact answer's certified upper bound, is never below ``truth`` (beyond
+    float rounding, 1e-9 relative) and at most :data:`EXACT_PROMISE` · max(1, |truth|) above."""
+    scale = max(1.0, abs(truth))
+    assert truth - 1e-9 * scale <= value <= truth + EXACT_PROMISE * scale, (value, truth)
 
 
 # --------------------------------------------------------------------------- results

@@ -540,3 +540,17 @@ def test_from_lipopt_reads_plain_data():
         weights, ("box", np.zeros(3), np.ones(3)), np.array([1.0, -1.0]), "linf"
     )
     assert res.value == ref.value and res.n_regions == ref.n_regions
+
+
+def test_certified_exact_rejects_a_value_below_the_truth_or_beyond_the_promise():
+    from tests.oracle import assert_certified_exact
+
+    assert_certified_exact(0.9059806423, 0.9059797089)  # 9.3e-7 above: within 1e-6
+    assert_certified_exact(12.0 + 1.1e-5, 12.0)  # 1e-6 relative above 1
+    for value, truth in [
+        (0.9059797089 - 1e-8, 0.9059797089),
+        (0.5 + 1.1e-6, 0.5),
+        (12.0 + 1.3e-5, 12.0),
+    ]:
+        with pytest.raises(AssertionError):
+            assert_certified_exact(value, truth)
