@@ -156,3 +156,28 @@ def test_an_objective_already_large_is_not_scaled() -> None:
     m.objective.set_value(1e3 * (3 * m.x + 2 * m.y + m.z + 5))
     assert compile_model(m).scale == 1.0
     assert HighsSolver().solve(m, SolveOptions()).incumbent == pytest.approx(19e3)
+
+
+def test_a_violated_row_of_fixed_variables_is_infeasible_not_an_error() -> None:
+    """With b fixed at 1, ``b <= 0.5`` has no free variable left and is violated."""
+    m = pe.ConcreteModel()
+    m.x = pe.Var(bounds=(0, 4))
+    m.b = pe.Var(domain=pe.Binary)
+    m.b.fix(1)
+    m.gate = pe.Constraint(expr=m.b <= 0.5)
+    m.cap = pe.Constraint(expr=m.x + m.b <= 3)
+    m.objective = pe.Objective(expr=m.x, sense=pe.maximize)
+    result = HighsSolver().solve(m, SolveOptions())
+    assert result.termination is Termination.INFEASIBLE
+    assert result.incumbent is None and result.bound is None and result.values is None
+
+
+def test_a_model_whose_variables_all_cancel_answers_its_constant() -> None:
+    """``x - x + 5`` keeps a variable in the expression but none in the compiled columns."""
+    m = pe.ConcreteModel()
+    m.x = pe.Var(bounds=(1, 2))
+    m.objective = pe.Objective(expr=m.x - m.x + 5, sense=pe.maximize)
+    result = HighsSolver().solve(m, SolveOptions())
+    assert result.termination is Termination.OPTIMAL
+    assert (result.incumbent, result.bound) == (5.0, 5.0)
+    assert 1.0 <= result.values[m.x] <= 2.0
