@@ -114,7 +114,11 @@ def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResu
     degree = getattr(expr, "polynomial_degree", lambda: 0)()
     if degree != 0:
         return None
-    value = float(pe.value(expr))
+    # the constant term, not pe.value(expr): a zero coefficient (0.0 * x) leaves degree 0 with a
+    # variable in the expression that may have no value
+    from pyomo.repn import generate_standard_repn
+
+    value = float(pe.value(generate_standard_repn(expr, quadratic=False).constant))
     values = pe.ComponentMap()
     for var in model.component_data_objects(pe.Var, descend_into=True):
         lo, hi = var.bounds

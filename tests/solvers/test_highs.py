@@ -181,3 +181,14 @@ def test_a_model_whose_variables_all_cancel_answers_its_constant() -> None:
     assert result.termination is Termination.OPTIMAL
     assert (result.incumbent, result.bound) == (5.0, 5.0)
     assert 1.0 <= result.values[m.x] <= 2.0
+
+
+def test_a_zero_coefficient_objective_answers_its_constant() -> None:
+    """``0.0 * x + 5`` has polynomial degree 0 but names x, which has no value: the constant
+    is read off the expression's terms, not by evaluating it."""
+    m = pe.ConcreteModel()
+    m.x = pe.Var(bounds=(0, 1))
+    m.objective = pe.Objective(expr=np.float64(0.0) * m.x + 5, sense=pe.maximize)
+    result = HighsSolver().solve(m, SolveOptions())
+    assert result.termination is Termination.OPTIMAL
+    assert (result.incumbent, result.bound) == (5.0, 5.0)
