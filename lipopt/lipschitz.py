@@ -338,6 +338,10 @@ def _attack_witness(
 #: best sampled points it also starts from after the attack
 CLIMB_CHECKS = 200
 CLIMB_SAMPLED_STARTS = 3
+#: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
+#: away, with this many more LPs (:func:`~lipopt.estimators.climb.pattern_climb`)
+WIDE_FLIPS = 3
+WIDE_CHECKS = 300
 
 
 def _top_sampled(
@@ -362,13 +366,19 @@ def _climb(
     norm: InputNorm,
     starts: list[FloatArray],
     deadline: float | None,
+    wide: bool = False,
 ) -> FloatArray | None:
     """The point of the best region :func:`~lipopt.estimators.climb.pattern_climb` reaches
     from ``starts`` within :data:`CLIMB_CHECKS` margin LPs and by ``deadline``
-    (``time.perf_counter()`` seconds; None: no start in a full-dimensional region)."""
+    (``time.perf_counter()`` seconds; None: no start in a full-dimensional region); with
+    ``wide``, then moving up to :data:`WIDE_FLIPS` gates at a time with :data:`WIDE_CHECKS`
+    more LPs."""
     from lipopt.estimators.climb import pattern_climb
 
-    found = pattern_climb(network, domain, c, norm, starts, CLIMB_CHECKS, deadline)
+    found = pattern_climb(
+        network, domain, c, norm, starts, CLIMB_CHECKS, deadline,
+        max_flips=WIDE_FLIPS if wide else 1, wide_checks=WIDE_CHECKS if wide else 0,
+    )  # fmt: skip
     return None if found is None else found.point
 
 
@@ -1718,7 +1728,7 @@ def _sampled_witness(problem: _Problem) -> _Witness | None:
     network, domain, norm = problem.network, problem.domain, problem.norm
     c = np.asarray(problem.seed, dtype=np.float64)
     points = _top_sampled(network, domain, c, norm, problem.rng, DECOMPOSE_VERIFIED)
-    climbed = _climb(network, domain, c, norm, points, problem.deadline)
+    climbed = _climb(network, domain, c, norm, points, problem.deadline, wide=True)
     return problem.witness_of(points if climbed is None else [*points, climbed])
 
 

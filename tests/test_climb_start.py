@@ -25,8 +25,8 @@ def _stand_in(monkeypatch, point: np.ndarray, value: float) -> list[dict]:
     """Replace pattern_climb by one that records its arguments and returns ``point``."""
     calls: list[dict] = []
 
-    def fake(network, domain, c, norm, starts, max_checks=200, deadline=None):
-        calls.append(dict(starts=list(starts), max_checks=max_checks, deadline=deadline))
+    def fake(network, domain, c, norm, starts, max_checks=200, deadline=None, **wide):
+        calls.append(dict(starts=list(starts), max_checks=max_checks, deadline=deadline, **wide))
         return ClimbResult(np.asarray(point, dtype=np.float64), value, 0)
 
     monkeypatch.setattr(climb_module, "pattern_climb", fake)
@@ -79,6 +79,7 @@ def test_after_the_attack_the_climbs_point_is_the_first_cutoff(norm, decompose, 
     first = calls[0]
     assert len(first["starts"]) == 1 + lipschitz_module.CLIMB_SAMPLED_STARTS
     assert first["max_checks"] == lipschitz_module.CLIMB_CHECKS
+    assert first.get("max_flips", 1) == 1 and first.get("wide_checks", 0) == 0  # one gate
     assert first["deadline"] is not None  # the time limit bounds the climb
     assert all(np.array_equal(start, poor) for start in first["starts"])
     assert cutoffs and cutoffs[0] == pytest.approx(lipschitz_module._below(truth.value), rel=1e-9)
@@ -86,8 +87,9 @@ def test_after_the_attack_the_climbs_point_is_the_first_cutoff(norm, decompose, 
 
 def test_the_decompositions_climb_starts_from_its_best_sampled_points(monkeypatch):
     """ℓ1 decomposition without the attack: one climb, from the DECOMPOSE_VERIFIED best sampled
-    points; given the oracle's best point, every candidate runs under the cutoff just below the
-    constant, or is skipped by its bound."""
+    points, widened to WIDE_FLIPS gates with WIDE_CHECKS more LPs; given the oracle's best
+    point, every candidate runs under the cutoff just below the constant, or is skipped by its
+    bound."""
     rng = np.random.default_rng(32)
     net = random_network(rng, [5, 8, 8, 1])
     box = Box(np.zeros(5), np.ones(5))
@@ -97,6 +99,8 @@ def test_the_decompositions_climb_starts_from_its_best_sampled_points(monkeypatc
     res = lipschitz(net, box, norm="l1", decompose=True, regions=False, split=False, workers=1)
     assert res.value == pytest.approx(truth.value, rel=1e-6) and res.exact_certified
     assert len(calls) == 1 and len(calls[0]["starts"]) == lipschitz_module.DECOMPOSE_VERIFIED
+    assert calls[0]["max_flips"] == lipschitz_module.WIDE_FLIPS > 1
+    assert calls[0]["wide_checks"] == lipschitz_module.WIDE_CHECKS > 0
     below = lipschitz_module._below(truth.value)
     assert all(cut == pytest.approx(below, rel=1e-9) for cut in cutoffs)
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
-from lipopt.estimators.climb import _neighbours, pattern_climb
+from lipopt.estimators import climb as climb_module
+from lipopt.estimators.climb import _deep_point, _flips, pattern_climb
 from lipopt.norms import dual_norm
-from lipopt.verify import is_differentiable_at
+from lipopt.verify import Dimension, check_region, is_differentiable_at
 from tests.helpers import random_network
 from tests.oracle import (
     activation_patterns,
@@ -35,13 +36,30 @@ def test_pattern_gradients_match_the_oracle_jacobians(widths):
         np.testing.assert_allclose(got[n], expected, rtol=1e-12, atol=1e-12)
 
 
-def test_neighbours_flip_exactly_one_gate_each():
+def test_flips_of_one_gate_go_in_layer_order():
     pattern = [np.array([1.0, 0.0, 1.0]), np.array([0.0, 1.0])]
-    batch = _neighbours(pattern)
-    assert [b.shape for b in batch] == [(5, 3), (5, 2)]
+    batch = _flips(pattern, 1)
+    assert batch is not None and [b.shape for b in batch] == [(5, 3), (5, 2)]
     flat = np.hstack(batch)
     start = np.concatenate(pattern)
     np.testing.assert_array_equal(flat != start, np.eye(5, dtype=bool))
+
+
+def test_flips_of_k_gates_are_every_k_subset_once(monkeypatch):
+    """Two and three gates of five: C(5, k) rows, each differing in exactly k gates, no two
+    alike; more than MAX_WIDE_MOVES patterns, or more gates than there are, give None."""
+    pattern = [np.array([1.0, 0.0, 1.0]), np.array([0.0, 1.0])]
+    start = np.concatenate(pattern)
+    for k, count in ((2, 10), (3, 10)):
+        batch = _flips(pattern, k)
+        assert batch is not None
+        flat = np.hstack(batch)
+        assert flat.shape == (count, 5)
+        assert np.all((flat != start).sum(axis=1) == k)
+        assert len({row.tobytes() for row in flat}) == count
+    assert _flips(pattern, 6) is None
+    monkeypatch.setattr(climb_module, "MAX_WIDE_MOVES", 9)
+    assert _flips(pattern, 2) is None and _flips(pattern, 1) is not None
 
 
 DOMAINS = [
@@ -51,14 +69,15 @@ DOMAINS = [
 ]
 
 
+@pytest.mark.parametrize("max_flips", [1, 3])
 @pytest.mark.parametrize("norm", ["linf", "l1"])
 @pytest.mark.parametrize("kind", range(len(DOMAINS)))
 @pytest.mark.parametrize("seed", range(3))
-def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm):
+def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm, max_flips):
     """Against the oracle's full list of regions: the climb's point is strictly inside a region
-    of the domain, its value is that region's, no region one gate away scores more, and the
-    value is at most the constant; starting from every sampled point's region it never ends
-    below its start."""
+    of the domain, its value is that region's, no region up to ``max_flips`` gates away scores
+    more, and the value is at most the constant; starting from every sampled point's region it
+    never ends below its start, and the wider climb never below the one-gate climb."""
     rng = np.random.default_rng(300 + seed)
     widths = [3, 6, 5, 1] if seed % 2 == 0 else [2, 5, 4, 3, 1]
     net = random_network(rng, widths)
@@ -69,7 +88,10 @@ def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm):
     c = np.ones(1)
     starts = list(domain.sample(4, rng))
     for start in starts:
-        found = pattern_climb(net, domain, c, norm, [start], max_checks=10_000)
+        found = pattern_climb(
+            net, domain, c, norm, [start], max_checks=10_000, max_flips=max_flips,
+            wide_checks=10_000,
+        )  # fmt: skip
         assert found is not None
         point = found.point
         assert domain.contains(point, tol=1e-9) and is_differentiable_at(net, point)
@@ -78,13 +100,42 @@ def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm):
         layers = activation_patterns(args.weights, point[None, :])
         key = tuple(np.concatenate([m[0] for m in layers]).astype(int))
         assert regions[key] == pytest.approx(found.value, rel=1e-9, abs=1e-12)
-        for n in range(len(key)):  # every neighbour region the oracle knows
-            flipped = key[:n] + (1 - key[n],) + key[n + 1 :]
-            if flipped in regions:
-                assert regions[flipped] <= found.value * (1 + 1e-9) + 1e-12
+        for other, value in regions.items():  # every region the oracle knows, near enough
+            if sum(a != b for a, b in zip(other, key)) <= max_flips:
+                assert value <= found.value * (1 + 1e-9) + 1e-12
         assert found.value <= truth.value * (1 + 1e-9) + 1e-12
         start_value = float(dual_norm(net.gradients(start, c), norm))
         assert found.value >= start_value * (1 - 1e-9) - 1e-12
+        narrow = pattern_climb(net, domain, c, norm, [start], max_checks=10_000)
+        assert narrow is not None and found.value >= narrow.value * (1 - 1e-9) - 1e-12
+
+
+@pytest.mark.parametrize("kind", [0, 1])
+def test_the_climbs_margin_lp_agrees_with_check_region(kind):
+    """The climb's own margin LP (boxes): a point exactly where ``check_region`` proves a
+    full-dimensional region, strictly inside that region and the domain; None elsewhere.
+    Patterns of sampled points (regions that exist) and the same with random gates flipped
+    (mostly regions that do not)."""
+    rng = np.random.default_rng(40 + kind)
+    net = random_network(rng, [4, 8, 6, 1])
+    domain = DOMAINS[kind](4)
+    lower, upper = domain.bounding_box()
+    found = {True: 0, False: 0}
+    for point in domain.sample(30, rng):
+        pattern = net.activation_pattern(point)
+        for flip in (False, True):
+            if flip:
+                pattern = [np.where(rng.random(m.size) < 0.3, 1.0 - m, m) for m in pattern]
+            check = check_region(net, pattern, domain)
+            deep = _deep_point(net, pattern, lower, upper)
+            assert check.dimension is not Dimension.UNDECIDED
+            assert (deep is not None) == (check.dimension is Dimension.FULL)
+            found[deep is not None] += 1
+            if deep is not None:
+                assert domain.contains(deep) and is_differentiable_at(net, deep)
+                got = np.concatenate(net.activation_pattern(deep))
+                np.testing.assert_array_equal(got, np.concatenate(pattern))
+    assert found[True] >= 30 and found[False] >= 5  # both verdicts were exercised
 
 
 def test_climb_keeps_to_its_budget_and_climbs():
