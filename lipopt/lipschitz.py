@@ -334,7 +334,7 @@ def _attack_witness(
 
 
 #: the pattern climb from the attack's point or the best sampled points (:func:`_climb`): its
-#: budget of margin LPs (2-3 ms each on the speed benchmark's networks), and how many of the
+#: budget of margin LPs (1-3 ms each on the speed benchmark's networks), and how many of the
 #: best sampled points it also starts from after the attack
 CLIMB_CHECKS = 200
 CLIMB_SAMPLED_STARTS = 3

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from lipopt.domain import Domain, L1Ball
+from lipopt.domain import Box, Domain, LinfBall
 from lipopt.estimators.base import FloatArray
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
@@ -43,8 +43,9 @@ from lipopt.verify import FULL_DIM_MARGIN, Dimension, check_region, pattern_affi
 
 #: a neighbour must score this much more (relative) than the current pattern to be tried
 IMPROVEMENT = 1e-9
-#: wider moves score at most this many patterns per number of flipped gates (3 gates of 70)
-MAX_WIDE_MOVES = 60_000
+#: a batch of wider moves (two gates or more) is scored only if its patterns × (hidden neurons +
+#: inputs) is at most this (4.4 million for three gates of [10,20,30,20,2]: about 100 MB at peak)
+MAX_WIDE_ENTRIES = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,14 @@ class ClimbResult:
     checks: int
 
 
-def _flips(pattern: list[FloatArray], k: int) -> list[FloatArray] | None:
+def _flips(pattern: list[FloatArray], k: int, inputs: int = 0) -> list[FloatArray] | None:
     """Every pattern exactly ``k`` gates away, as a batch (one array per hidden layer; for
-    ``k = 1`` row n flips the n-th hidden neuron, layers in order); None where there are none or
-    more than :data:`MAX_WIDE_MOVES`."""
+    ``k = 1`` row n flips the n-th hidden neuron, layers in order); None where there are none,
+    or for ``k > 1`` where patterns × (gates + ``inputs``) would exceed
+    :data:`MAX_WIDE_ENTRIES` (the batch and its gradients, one per pattern)."""
     flat = np.concatenate(pattern) if pattern else np.zeros(0)
     count = math.comb(flat.size, k)
-    if count == 0 or count > MAX_WIDE_MOVES:
+    if count == 0 or (k > 1 and count * (flat.size + inputs) > MAX_WIDE_ENTRIES):
         return None
     chosen = np.fromiter(
         itertools.chain.from_iterable(itertools.combinations(range(flat.size), k)),
@@ -89,12 +91,15 @@ class _Regions:
         self.checks = 0
         self.seen: dict[bytes, FloatArray | None] = {}
 
+    def late(self) -> bool:
+        """The deadline has passed."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
     def can_decide(self, pattern: list[FloatArray]) -> bool:
         """The pattern's verdict is kept, or an LP is left in the budget before the deadline."""
         if _key(pattern) in self.seen:
             return True
-        late = self.deadline is not None and time.perf_counter() >= self.deadline
-        return self.checks < self.max_checks and not late
+        return self.checks < self.max_checks and not self.late()
 
     def inside(self, pattern: list[FloatArray]) -> FloatArray | None:
         """A point strictly inside the pattern's region and the domain, or None where their
@@ -102,12 +107,12 @@ class _Regions:
         :meth:`can_decide`."""
         key = _key(pattern)
         if key not in self.seen:
-            if isinstance(self.domain, L1Ball):
+            if isinstance(self.domain, (Box, LinfBall)):  # boxes: the LP handed over directly
+                self.seen[key] = _deep_point(self.network, pattern, *self.domain.bounding_box())
+            else:
                 check = check_region(self.network, pattern, self.domain)
                 full = check.dimension is Dimension.FULL and check.point is not None
                 self.seen[key] = check.point if full else None
-            else:
-                self.seen[key] = _deep_point(self.network, pattern, *self.domain.bounding_box())
             self.checks += 1
         return self.seen[key]
 
@@ -181,7 +186,9 @@ def _ascend(
     at the first size-``max_flips`` local maximum, or when the LPs or the time run out."""
     flips = 1
     while flips <= max_flips:
-        batch = _flips(pattern, flips)
+        if flips > 1 and regions.late():
+            break
+        batch = _flips(pattern, flips, network.input_dim)
         moved = False
         if batch is not None:
             scores = np.asarray(dual_norm(network.pattern_gradients(batch, c), norm))
@@ -216,9 +223,10 @@ def pattern_climb(
     start lies in a full-dimensional region of the domain (a start on a boundary is first moved
     inside its region by the LP).
 
-    With ``max_flips > 1`` the best region reached then climbs on with up to ``wide_checks``
-    more LPs, moving also to patterns up to ``max_flips`` gates away where no nearer one is
-    higher (every such size scored in one batch, at most :data:`MAX_WIDE_MOVES` patterns)."""
+    With ``max_flips > 1`` the best region reached then climbs on, with the LPs left and
+    ``wide_checks`` more, moving also to patterns up to ``max_flips`` gates away where no nearer
+    one is higher (each size scored in one batch, skipped where the batch would be larger than
+    :data:`MAX_WIDE_ENTRIES` allows)."""
     input_norm = InputNorm.parse(norm)
     regions = _Regions(network, domain, max_checks, deadline)
     best: tuple[list[FloatArray], FloatArray, float] | None = None
@@ -236,7 +244,7 @@ def pattern_climb(
             best = reached
     if best is None:
         return None
-    if max_flips > 1 and wide_checks > 0:
+    if max_flips > 1:
         regions.max_checks += wide_checks
         best = _ascend(network, c, input_norm, regions, *best, max_flips)
     return ClimbResult(best[1], best[2], regions.checks)
