@@ -199,8 +199,9 @@ def _ascend(
                 if not regions.can_decide(neighbour):
                     return pattern, point, value
                 inside = regions.inside(neighbour)
-                if inside is not None:
-                    pattern, point, value, moved = neighbour, inside, float(scores[row]), True
+                if inside is not None:  # copied: a row of the batch would keep it all alive
+                    pattern = [mask.copy() for mask in neighbour]
+                    point, value, moved = inside, float(scores[row]), True
                     break
         flips = 1 if moved else flips + 1
     return pattern, point, value
