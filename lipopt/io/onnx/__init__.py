@@ -1,0 +1,30 @@
+"""Import a feed-forward ReLU network from ONNX into the :class:`~lipopt.network.Network` IR.
+
+The graph is walked in topological order (:mod:`.loader`), one handler per ONNX op
+(:data:`OP_HANDLERS`, in :mod:`.handlers`; the handlers live in ``ops_*`` modules by op family).
+Every tensor is either a constant (a numpy array: initializers, ``Constant`` nodes and anything
+computed from them) or *symbolic* (:mod:`.symbolic`): an affine function of the network input,
+stored as
+
+    value = reshape(h @ linear, shape) + offset,
+
+where ``h`` is the flat output of the layers built so far (the network input itself, or the output
+of the last ReLU). Affine ops (Gemm, MatMul, Add/Sub/Mul/Div by constants, BatchNormalization,
+reshapes) only update ``linear`` and ``offset``; a ``Relu`` turns the pending affine map into an
+:class:`~lipopt.network.Affine` layer followed by :class:`~lipopt.network.ReLU`. Anything that is
+not affine in the single input (a product of two input-dependent tensors, a residual connection, a
+non-ReLU activation, ...) raises :class:`OnnxImportError`; a wrong network is never returned.
+
+Batch dimension: the leading dimension of a rank >= 2 input is the batch dimension. The imported
+network is the map of *one* sample (batch size 1): an input of shape ``(N, 1, 8, 8)`` gives a
+network with ``input_dim == 64`` that reads ``x`` in C order, and its output is the graph output
+flattened in C order.
+
+The ``onnx`` package itself is imported only when a model is read.
+"""
+
+from lipopt.io.onnx.context import OnnxImportError
+from lipopt.io.onnx.handlers import OP_HANDLERS
+from lipopt.io.onnx.loader import MAX_OPSET, MIN_OPSET, load_onnx
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "OP_HANDLERS", "OnnxImportError", "load_onnx"]

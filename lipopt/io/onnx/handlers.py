@@ -1,0 +1,59 @@
+"""The dispatch table: one handler per supported ONNX op (default domain), by op type."""
+
+from __future__ import annotations
+
+from lipopt.io.onnx.context import Handler
+from lipopt.io.onnx.ops_activation import handle_relu
+from lipopt.io.onnx.ops_constant import (
+    handle_concat,
+    handle_constant,
+    handle_gather,
+    handle_shape,
+)
+from lipopt.io.onnx.ops_linear import handle_gemm, handle_matmul
+from lipopt.io.onnx.ops_normalise import (
+    handle_add,
+    handle_batchnorm,
+    handle_div,
+    handle_mul,
+    handle_sub,
+)
+from lipopt.io.onnx.ops_shape import (
+    handle_flatten,
+    handle_identity,
+    handle_reshape,
+    handle_squeeze,
+    handle_unsqueeze,
+)
+
+__all__ = ["HINTS", "OP_HANDLERS", "SHAPE_ONLY_OPS"]
+
+OP_HANDLERS: dict[str, Handler] = {
+    "Add": handle_add,
+    "BatchNormalization": handle_batchnorm,
+    "Concat": handle_concat,
+    "Constant": handle_constant,
+    "Div": handle_div,
+    "Flatten": handle_flatten,
+    "Gather": handle_gather,
+    "Gemm": handle_gemm,
+    "Identity": handle_identity,
+    "MatMul": handle_matmul,
+    "Mul": handle_mul,
+    "Relu": handle_relu,
+    "Reshape": handle_reshape,
+    "Shape": handle_shape,
+    "Squeeze": handle_squeeze,
+    "Sub": handle_sub,
+    "Unsqueeze": handle_unsqueeze,
+}
+"""One handler per supported ONNX op (default domain)."""
+
+SHAPE_ONLY_OPS = frozenset({"Shape"})
+"""Ops that read only the shape of their input, not its values (no data dependence)."""
+
+HINTS = {
+    "Softmax": "the network must end in logits: export the model without the final Softmax",
+    "LogSoftmax": "the network must end in logits: export the model without the final LogSoftmax",
+}
+"""Advice appended to the error for an unsupported op."""

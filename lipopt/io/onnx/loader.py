@@ -1,0 +1,260 @@
+"""Reading an ONNX model: the file, the checker, the opset, the graph input, then the nodes in
+topological order through :data:`~lipopt.io.onnx.handlers.OP_HANDLERS` into a Network."""
+
+from __future__ import annotations
+
+import os
+from math import prod
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lipopt.io.onnx.context import NodeContext, OnnxImportError
+from lipopt.io.onnx.handlers import HINTS, OP_HANDLERS, SHAPE_ONLY_OPS
+from lipopt.io.onnx.symbolic import Symbolic, Value
+from lipopt.network import Network, NetworkError
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "load_onnx"]
+
+MIN_OPSET = 11
+MAX_OPSET = 20
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _read_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    """The model from a path, serialised bytes, or a ModelProto (returned as is)."""
+    import onnx
+
+    if isinstance(source, onnx.ModelProto):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            return onnx.load_model_from_string(bytes(source))
+        except Exception as exc:
+            raise OnnxImportError(f"the given bytes are not a valid ONNX model: {exc}") from exc
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise OnnxImportError(f"no such ONNX file: {str(path)!r}")
+        try:
+            return onnx.load(str(path))
+        except Exception as exc:
+            raise OnnxImportError(f"{str(path)!r} is not a valid ONNX model: {exc}") from exc
+    raise TypeError(
+        f"load_onnx expects a path, bytes or an onnx.ModelProto, got {type(source).__name__}"
+    )
+
+
+def _check(model: onnx.ModelProto) -> None:
+    """``onnx.checker`` on the model; its complaint becomes an OnnxImportError."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        raise OnnxImportError(f"not a valid ONNX model: {exc}") from exc
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    """The default-domain opset version, which must lie in ``MIN_OPSET..MAX_OPSET``."""
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise OnnxImportError("the model imports no version of the default ONNX opset")
+    version = int(versions[0])
+    if not MIN_OPSET <= version <= MAX_OPSET:
+        raise OnnxImportError(
+            f"ONNX opset {version} is not supported (supported: {MIN_OPSET} to {MAX_OPSET}); "
+            f"re-export the model with an opset in that range"
+        )
+    return version
+
+
+def _graph_input(graph: onnx.GraphProto, values: dict[str, Value]) -> onnx.ValueInfoProto:
+    """The one graph input that is not an initializer; the graph must also have one output."""
+    inputs = [i for i in graph.input if i.name not in values]
+    if len(inputs) != 1:
+        names = [i.name for i in inputs]
+        raise OnnxImportError(
+            f"the graph must have exactly one input (besides initializers), found {len(inputs)}: "
+            f"{names}"
+        )
+    if len(graph.output) != 1:
+        names = [o.name for o in graph.output]
+        raise OnnxImportError(
+            f"the graph must have exactly one output, found {len(graph.output)}: {names}"
+        )
+    return inputs[0]
+
+
+def _input_symbol(value_info: onnx.ValueInfoProto) -> tuple[Symbolic, int | None]:
+    """The network input as a symbolic tensor (``x = I h``, batch axis of size 1), and its
+    declared fixed batch size (if any)."""
+    import onnx
+
+    float_types = {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.DOUBLE,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+    }
+    name = value_info.name
+    if not value_info.type.HasField("tensor_type"):
+        raise OnnxImportError(f"graph input {name!r} is not a tensor")
+    tensor_type = value_info.type.tensor_type
+    if tensor_type.elem_type not in float_types:
+        type_name = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
+        raise OnnxImportError(f"graph input {name!r} has type {type_name}, expected a float type")
+    if not tensor_type.HasField("shape") or not tensor_type.shape.dim:
+        raise OnnxImportError(f"graph input {name!r} needs a known shape of rank >= 1")
+    dims = list(tensor_type.shape.dim)
+    batch: int | None = None
+    shape: list[int] = []
+    for axis, dim in enumerate(dims):
+        known = dim.HasField("dim_value") and dim.dim_value > 0
+        if axis == 0 and len(dims) >= 2:
+            batch = int(dim.dim_value) if known else None
+            shape.append(1)
+        elif known:
+            shape.append(int(dim.dim_value))
+        else:
+            raise OnnxImportError(
+                f"graph input {name!r}: dimension {axis} must be a fixed positive size "
+                "(only the leading batch dimension may be symbolic)"
+            )
+    width = prod(shape)
+    symbol = Symbolic((), width, None, np.zeros(shape), batched=len(dims) >= 2)
+    return symbol, batch
+
+
+def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
+    """Nodes in topological order (stable: the file's order among ready nodes)."""
+    available = set(known) | {""}
+    pending = list(graph.node)
+    ordered: list[onnx.NodeProto] = []
+    while pending:
+        ready = [n for n in pending if all(i in available for i in n.input)]
+        if not ready:
+            node = pending[0]
+            missing = [i for i in node.input if i not in available]
+            raise OnnxImportError(
+                f"ONNX op '{node.op_type}' at node {node.name!r}: input(s) {missing} are never "
+                "produced (undefined tensor or a cycle)"
+            )
+        ready_ids = {id(n) for n in ready}
+        for node in ready:
+            ordered.append(node)
+            available.update(node.output)
+        pending = [n for n in pending if id(n) not in ready_ids]
+    return ordered
+
+
+def _unsupported(ctx: NodeContext) -> OnnxImportError:
+    """The error for an op outside :data:`OP_HANDLERS`, listing the supported ops."""
+    node = ctx.node
+    op = node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+    message = (
+        f"unsupported ONNX op '{op}' at node {ctx.label} "
+        f"(supported: {', '.join(sorted(OP_HANDLERS))})"
+    )
+    hint = HINTS.get(node.op_type)
+    return OnnxImportError(f"{message}; {hint}" if hint else message)
+
+
+def _consumers(contexts: list[NodeContext], output_name: str) -> dict[str, list[str]]:
+    """For each tensor, the labels of the nodes that read its values (and the graph output)."""
+    consumers: dict[str, list[str]] = {output_name: ["the graph output"]}
+    for ctx in contexts:
+        if ctx.node.op_type in SHAPE_ONLY_OPS:
+            continue
+        for name in dict.fromkeys(i for i in ctx.node.input if i):
+            consumers.setdefault(name, []).append(ctx.label)
+    return consumers
+
+
+def _node_inputs(
+    ctx: NodeContext, values: dict[str, Value], consumers: dict[str, list[str]]
+) -> list[Value | None]:
+    """The node's input values (``None`` for omitted ones); an input-dependent tensor may have
+    only one consumer, so the graph is a chain."""
+    node_inputs: list[Value | None] = []
+    for name in ctx.node.input:
+        if not name:
+            node_inputs.append(None)
+            continue
+        value = values[name]
+        users = consumers.get(name, [])
+        if isinstance(value, Symbolic) and len(users) > 1:
+            raise ctx.error(
+                f"tensor {name!r} depends on the network input and is used {len(users)} "
+                f"times ({', '.join(users)}); only a chain of layers is supported "
+                "(no branches or skip connections)"
+            )
+        node_inputs.append(value)
+    return node_inputs
+
+
+def _run_node(ctx: NodeContext, values: dict[str, Value], consumers: dict[str, list[str]]) -> None:
+    """Convert one node with its handler and store its outputs in ``values``."""
+    outputs = OP_HANDLERS[ctx.node.op_type](ctx, _node_inputs(ctx, values, consumers))
+    produced = list(ctx.node.output)
+    if any(produced[len(outputs) :]):
+        raise ctx.error(f"only {len(outputs)} output(s) supported, node has {produced}")
+    for name, value in zip(produced, outputs, strict=False):
+        if name:
+            values[name] = value
+
+
+def _network(result: Value | None, output_name: str) -> Network:
+    """The layers before the output and its pending affine map: ``Affine (ReLU Affine)*``."""
+    if not isinstance(result, Symbolic):
+        raise OnnxImportError(f"the graph output {output_name!r} does not depend on the input")
+    try:
+        return Network.from_layers([*result.prefix, result.affine()])
+    except NetworkError as exc:
+        raise OnnxImportError(f"the ONNX model does not give a valid network: {exc}") from exc
+
+
+def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
+    """Read an ONNX model of a feed-forward ReLU network into a :class:`Network`.
+
+    Args:
+        source: a path to an ``.onnx`` file, the serialised model as bytes, or an
+            ``onnx.ModelProto``.
+
+    Returns:
+        The network ``f`` of one sample: ``f(x) = vec(graph(reshape(x, input_shape)))`` with the
+        batch dimension (the leading dimension of a rank >= 2 input) of size 1, in canonical
+        form ``Affine (ReLU Affine)*``.
+
+    Raises:
+        OnnxImportError: the file is missing or not a valid ONNX model, the opset is outside
+            ``MIN_OPSET..MAX_OPSET``, the graph has other than one input and one output, uses an
+            op outside :data:`OP_HANDLERS`, or is not a chain of affine maps and ReLUs.
+    """
+    from onnx import numpy_helper
+
+    model = _read_model(source)
+    _check(model)
+    opset = _opset(model)
+    graph = model.graph
+    if graph.sparse_initializer:
+        raise OnnxImportError("sparse initializers are not supported")
+    values: dict[str, Value] = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    graph_input = _graph_input(graph, values)
+    symbol, batch = _input_symbol(graph_input)
+    values[graph_input.name] = symbol
+    output_name = graph.output[0].name
+    nodes = _sorted_nodes(graph, set(values))
+    contexts = [NodeContext(node, i, opset, batch) for i, node in enumerate(nodes)]
+    for ctx in contexts:
+        if ctx.node.domain not in _DEFAULT_DOMAINS or ctx.node.op_type not in OP_HANDLERS:
+            raise _unsupported(ctx)
+    consumers = _consumers(contexts, output_name)
+    for ctx in contexts:
+        _run_node(ctx, values, consumers)
+    return _network(values.get(output_name), output_name)

@@ -1,0 +1,51 @@
+"""Constants and shape arithmetic: ``Constant``, ``Shape``, ``Gather``, ``Concat``. Their results
+are numpy arrays (``Shape`` of an input-dependent tensor reads its shape, batch size 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lipopt.io.onnx.context import NodeContext, constant, require
+from lipopt.io.onnx.symbolic import Value, shape_of
+
+
+def handle_constant(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = value`` from the node's ``value`` / ``value_float(s)`` / ``value_int(s)``."""
+    from onnx import helper, numpy_helper
+
+    for attribute in ctx.node.attribute:
+        name = attribute.name
+        if name == "value":
+            return [numpy_helper.to_array(attribute.t)]
+        if name in ("value_float", "value_floats"):
+            return [np.asarray(helper.get_attribute_value(attribute), dtype=np.float32)]
+        if name in ("value_int", "value_ints"):
+            return [np.asarray(helper.get_attribute_value(attribute), dtype=np.int64)]
+        if name in ("sparse_value", "value_string", "value_strings"):
+            raise ctx.error(f"Constant with attribute '{name}' is not supported")
+    raise ctx.error("Constant node without a value")
+
+
+def handle_shape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = shape(X)[start:end]`` as an int64 constant (batch size 1 for the network input)."""
+    x = require(ctx, inputs, 0, "data")
+    shape = np.asarray(shape_of(x), dtype=np.int64)
+    start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
+    end = ctx.attr("end") if ctx.opset >= 15 else None
+    return [shape[start : None if end is None else int(end)]]
+
+
+def handle_gather(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = take(data, indices, axis)``, for constants only (shape arithmetic)."""
+    data = constant(ctx, require(ctx, inputs, 0, "data"), "data")
+    indices = constant(ctx, require(ctx, inputs, 1, "indices"), "indices")
+    return [np.take(data, indices.astype(np.int64), axis=int(ctx.attr("axis", 0)))]
+
+
+def handle_concat(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = concatenate(inputs, axis)``, for constants only (shape arithmetic)."""
+    arrays = [constant(ctx, v, f"input {i}") for i, v in enumerate(inputs) if v is not None]
+    axis = ctx.attr("axis")
+    if axis is None:
+        raise ctx.error("missing attribute 'axis'")
+    return [np.concatenate(arrays, axis=int(axis))]

@@ -1,0 +1,143 @@
+"""Reshapes that keep the values in C order: ``Identity``, ``Flatten``, ``Reshape``,
+``Squeeze``, ``Unsqueeze``. An input-dependent tensor may only be flattened to ``(1, n)`` or
+``(n,)``, or have unit axes added or removed; its map ``L h + c`` is only reshaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+import numpy as np
+
+from lipopt.io.onnx.context import NodeContext, constant, require
+from lipopt.io.onnx.symbolic import Symbolic, Value, is_flat, shape_of
+
+
+def handle_identity(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = X``."""
+    return [require(ctx, inputs, 0, "input")]
+
+
+def handle_flatten(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = reshape(X, (prod(dims[:axis]), prod(dims[axis:])))``; for input-dependent X the
+    result must be a flat vector ``(1, n)``."""
+    x = require(ctx, inputs, 0, "input")
+    shape = shape_of(x)
+    rank = len(shape)
+    axis = int(ctx.attr("axis", 1))
+    if not -rank <= axis <= rank:
+        raise ctx.error(f"axis {axis} out of range for rank {rank}")
+    axis = axis + rank if axis < 0 else axis
+    target = (prod(shape[:axis]), prod(shape[axis:]))
+    if not isinstance(x, Symbolic):
+        return [np.reshape(x, target)]
+    if not is_flat(target):
+        raise ctx.error(
+            f"Flatten(axis={axis}) turns shape {x.shape} into {target}, which is not a flat "
+            "vector; only flattening to (1, n) is supported"
+        )
+    return [x.reshaped(target, batched=x.batched and axis >= 1)]
+
+
+def _resolve_reshape(
+    ctx: NodeContext, shape: tuple[int, ...], spec: Sequence[int], batch_rule: bool
+) -> tuple[int, ...]:
+    """ONNX Reshape target: 0 copies a dimension (unless allowzero), -1 is inferred as
+    ``prod(shape) / prod(others)``. With ``batch_rule``, a leading entry equal to the input's
+    fixed batch size is the batch (size 1)."""
+    allowzero = int(ctx.attr("allowzero", 0)) if ctx.opset >= 14 else 0
+    out: list[int] = []
+    infer = None
+    for i, d in enumerate(int(v) for v in spec):
+        if d == 0 and not allowzero:
+            if i >= len(shape):
+                raise ctx.error(f"shape {list(spec)} copies missing dimension {i} of {shape}")
+            out.append(shape[i])
+        elif d == -1:
+            if infer is not None:
+                raise ctx.error(f"shape {list(spec)} has more than one -1")
+            infer = i
+            out.append(1)
+        elif d < 0:
+            raise ctx.error(f"invalid shape {list(spec)}")
+        elif i == 0 and batch_rule and ctx.input_batch is not None and d == ctx.input_batch:
+            out.append(1)
+        else:
+            out.append(d)
+    total = prod(shape)
+    if infer is not None:
+        rest = prod(out)
+        if rest == 0 or total % rest:
+            raise ctx.error(f"cannot reshape {shape} to {list(spec)}")
+        out[infer] = total // rest
+    if prod(out) != total:
+        raise ctx.error(f"cannot reshape {shape} (size {total}) to {list(spec)}")
+    return tuple(out)
+
+
+def handle_reshape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = reshape(X, shape)`` (C order); for input-dependent X only a flattening to ``(n,)``
+    or ``(1, n)`` (e.g. shape ``(1, -1)``, ``(-1,)``, ``(batch, -1)``) is supported."""
+    x = require(ctx, inputs, 0, "data")
+    shape_tensor = constant(ctx, require(ctx, inputs, 1, "shape"), "the target shape")
+    spec = [int(d) for d in shape_tensor.reshape(-1)]
+    if not isinstance(x, Symbolic):
+        const = np.asarray(x)
+        return [const.reshape(_resolve_reshape(ctx, const.shape, spec, batch_rule=False))]
+    target = _resolve_reshape(ctx, x.shape, spec, batch_rule=x.batched)
+    if not is_flat(target):
+        raise ctx.error(
+            f"reshaping {x.shape} to {target} (shape {spec}) is not a flattening; only "
+            "reshapes to a flat vector (1, n) or (n,) are supported"
+        )
+    return [x.reshaped(target, batched=x.batched and len(target) >= 2)]
+
+
+def _axes(ctx: NodeContext, inputs: list[Value | None]) -> list[int] | None:
+    """Squeeze/Unsqueeze axes: an attribute before opset 13, an input from 13 on."""
+    if ctx.opset < 13:
+        axes = ctx.attr("axes")
+        return None if axes is None else [int(a) for a in axes]
+    if len(inputs) < 2 or inputs[1] is None:
+        return None
+    return [int(a) for a in constant(ctx, inputs[1], "axes").reshape(-1)]
+
+
+def handle_squeeze(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = X`` without the size-1 axes listed (all size-1 axes if none are given)."""
+    x = require(ctx, inputs, 0, "data")
+    shape = shape_of(x)
+    axes = _axes(ctx, inputs)
+    rank = len(shape)
+    if axes is None:
+        drop = {i for i, d in enumerate(shape) if d == 1}
+    else:
+        if any(not -rank <= a < rank for a in axes):
+            raise ctx.error(f"axes {axes} out of range for rank {rank}")
+        drop = {a + rank if a < 0 else a for a in axes}
+        if any(shape[a] != 1 for a in drop):
+            raise ctx.error(f"cannot squeeze axes {axes} of shape {tuple(shape)}")
+    target = tuple(d for i, d in enumerate(shape) if i not in drop)
+    if not isinstance(x, Symbolic):
+        return [np.reshape(x, target)]
+    return [x.reshaped(target, batched=x.batched and 0 not in drop)]
+
+
+def handle_unsqueeze(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = X`` with size-1 axes inserted at ``axes`` (positions in the output)."""
+    x = require(ctx, inputs, 0, "data")
+    shape = shape_of(x)
+    axes = _axes(ctx, inputs)
+    if axes is None:
+        raise ctx.error("missing axes")
+    rank = len(shape) + len(axes)
+    if any(not -rank <= a < rank for a in axes):
+        raise ctx.error(f"axes {axes} out of range for output rank {rank}")
+    insert = {a + rank if a < 0 else a for a in axes}
+    if len(insert) != len(axes):
+        raise ctx.error(f"repeated axes {axes}")
+    dims = iter(shape)
+    target = tuple(1 if i in insert else next(dims) for i in range(rank))
+    if not isinstance(x, Symbolic):
+        return [np.reshape(x, target)]
+    return [x.reshaped(target, batched=x.batched and 0 not in insert)]

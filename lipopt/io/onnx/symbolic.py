@@ -1,0 +1,94 @@
+"""Input-dependent tensors as pending affine maps: ``value = reshape(h @ linear, shape) + offset``.
+
+``h`` is the flat output of the layers built so far (the network input, or the last ReLU's
+output). Affine ops only change ``linear`` and ``offset``; a ReLU closes the map into layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Union
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.network import Affine, Layer, ReLU
+
+Array = NDArray[Any]
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class Symbolic:
+    """A tensor that depends on the network input: ``reshape(h @ linear, shape) + offset``.
+
+    ``h`` (length ``width``) is the output of ``prefix`` (the input itself when ``prefix`` is
+    empty; otherwise ``prefix`` ends with a ReLU). ``linear`` has shape ``(width, *shape)``;
+    ``None`` stands for the identity (``h`` reshaped to ``shape``), which saves forming large
+    identity matrices. ``batched`` records that axis 0 is still the (size 1) batch axis.
+    """
+
+    prefix: tuple[Layer, ...]
+    width: int
+    linear: FloatArray | None
+    offset: FloatArray
+    batched: bool
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.offset.shape)
+
+    def full_linear(self) -> FloatArray:
+        """``linear`` with the identity made explicit, shape ``(width, *shape)``."""
+        if self.linear is None:
+            return np.eye(self.width).reshape((self.width, *self.shape))
+        return self.linear
+
+    def with_map(
+        self,
+        linear: FloatArray | None,
+        offset: FloatArray,
+        batched: bool,
+    ) -> Symbolic:
+        """The same ``h`` with another map: ``reshape(h @ linear, shape) + offset``."""
+        return Symbolic(self.prefix, self.width, linear, np.asarray(offset, float), batched)
+
+    def reshaped(self, shape: Sequence[int], batched: bool) -> Symbolic:
+        """The same values in C order, viewed with another shape (a pure reshape)."""
+        shape = tuple(int(d) for d in shape)
+        linear = None if self.linear is None else self.linear.reshape((self.width, *shape))
+        return self.with_map(linear, self.offset.reshape(shape), batched)
+
+    def affine(self) -> Affine:
+        """The pending affine map ``h -> vec(value)`` as a layer."""
+        weight = self.full_linear().reshape(self.width, -1).T
+        return Affine(weight, self.offset.reshape(-1))
+
+    def relu(self) -> Symbolic:
+        """``max(value, 0)``: close the pending affine map with an Affine and a ReLU layer."""
+        is_identity = self.linear is None and not np.any(self.offset)
+        if is_identity and self.prefix and isinstance(self.prefix[-1], ReLU):
+            return self  # relu(relu(z)) = relu(z)
+        prefix = (*self.prefix, self.affine(), ReLU())
+        width = prod(self.shape)
+        return Symbolic(prefix, width, None, np.zeros(self.shape), self.batched)
+
+
+Value = Union[Array, Symbolic]
+
+
+def floats(array: Array) -> FloatArray:
+    """``array`` as float64."""
+    return np.asarray(array, dtype=np.float64)
+
+
+def shape_of(value: Value) -> tuple[int, ...]:
+    """The shape of a constant or of an input-dependent tensor (batch axis of size 1)."""
+    return value.shape if isinstance(value, Symbolic) else np.shape(value)
+
+
+def is_flat(shape: Sequence[int]) -> bool:
+    """A flat vector: ``(n,)`` or ``(1, ..., 1, n)``."""
+    return len(shape) >= 1 and all(d == 1 for d in shape[:-1])
