@@ -376,7 +376,7 @@ def test_cli_gate_split(tmp_path, capsys):
 def test_cli_no_split_leader(tmp_path, capsys, monkeypatch):
     """--no-split-leader hands split_leader=False to lipschitz(); the default is True; the
     value is the same either way."""
-    import lipopt.cli as cli_module
+    import lipopt.cli.solve as cli_module
 
     seen: list[bool] = []
     real = cli_module.lipschitz

@@ -1,0 +1,75 @@
+"""``lipopt`` command line: a thin layer that parses, calls the API and prints.
+
+One module per command (its options, run function and formatter); ``parser`` builds the
+top-level parser and ``common`` holds what several commands share.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from lipopt.cli.certify import CERTIFY_EPILOG, format_certificate, run_certify
+from lipopt.cli.common import domain_from_args
+from lipopt.cli.compare import COMPARE_EPILOG, run_compare
+from lipopt.cli.export import run_export
+from lipopt.cli.parser import MAIN_EPILOG, VALUE_OPTIONS, _join_negative_values, make_parser
+from lipopt.cli.solve import SOLVE_EPILOG, STAGES, _format_stages, format_result, run_solve
+from lipopt.cli.solvers import run_solvers
+from lipopt.domain import DomainError
+from lipopt.io.onnx import OnnxImportError
+from lipopt.lipschitz import LipschitzError
+from lipopt.network import NetworkError
+from lipopt.solvers import SolverError
+
+__all__ = [
+    "CERTIFY_EPILOG",
+    "COMMANDS",
+    "COMPARE_EPILOG",
+    "MAIN_EPILOG",
+    "SOLVE_EPILOG",
+    "STAGES",
+    "USER_ERRORS",
+    "VALUE_OPTIONS",
+    "_format_stages",
+    "_join_negative_values",
+    "domain_from_args",
+    "format_certificate",
+    "format_result",
+    "main",
+    "make_parser",
+    "run_certify",
+    "run_compare",
+    "run_export",
+    "run_solve",
+    "run_solvers",
+]
+
+#: errors a user can cause; each becomes one line on stderr and exit status 2
+USER_ERRORS = (DomainError, OnnxImportError, LipschitzError, SolverError, NetworkError, ValueError)
+
+#: the run function of each command
+COMMANDS: dict[str, Callable[..., int]] = {
+    "solve": run_solve,
+    "certify": run_certify,
+    "export": run_export,
+    "compare": run_compare,
+    "solvers": run_solvers,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: the process's arguments), run the command; the exit status."""
+    parser = make_parser()
+    args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except USER_ERRORS as exc:
+        print(f"lipopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"lipopt {args.command}: interrupted", file=sys.stderr)
+        return 130

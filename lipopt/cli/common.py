@@ -1,0 +1,83 @@
+"""What several commands share: the problem options, on/off switches, the domain, progress."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from lipopt.domain import Domain, DomainError, parse_ball, parse_box
+from lipopt.network import Network
+
+
+def _add_problem_arguments(parser: argparse.ArgumentParser, output_norm: bool = True) -> None:
+    """The network, domain and norms: shared by solve, export and compare (without
+    ``--output-norm``: the estimators take a weighting c)."""
+    parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
+    dom = parser.add_argument_group("domain (one of)")
+    dom.add_argument(
+        "--box",
+        metavar="LO,HI|FILE",
+        help="box: LO,HI for every input, or a "
+        '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)',
+    )
+    dom.add_argument(
+        "--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt"
+    )
+    dom.add_argument("--radius", type=float, help="ball radius (with --center)")
+    dom.add_argument(
+        "--ball", choices=["linf", "l1"], help="ball type for --center/--radius (default: linf)"
+    )
+    prob = parser.add_argument_group("problem")
+    prob.add_argument(
+        "--norm",
+        choices=["linf", "l1"],
+        default="linf",
+        help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)",
+    )
+    prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
+    if not output_norm:
+        return
+    prob.add_argument(
+        "--output-norm",
+        choices=["abs", "l1", "linf", "cross"],
+        help="instead of --c: the output norm of the (input, output) constant "
+        "of the whole output vector; cross is the multi-class robustness norm",
+    )
+
+
+def _add_switch(group: Any, name: str, on: str, off: str) -> None:
+    """``--name`` / ``--no-name``: True / False, and "auto" when neither is given."""
+    pair = group.add_mutually_exclusive_group()
+    dest = name.replace("-", "_")
+    pair.add_argument(
+        f"--{name}", dest=dest, action="store_const", const=True, default="auto", help=on
+    )
+    pair.add_argument(f"--no-{name}", dest=dest, action="store_const", const=False, help=off)
+
+
+def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
+    """The domain the options describe; exactly one of --box or --center/--radius."""
+    d = network.input_dim
+    if args.box is not None and (args.center is not None or args.radius is not None):
+        raise DomainError("give either --box or --center/--radius, not both")
+    if args.box is not None:
+        if args.ball is not None:
+            raise DomainError("--ball goes with --center/--radius, not with --box")
+        return parse_box(args.box, d)
+    if args.center is None and args.radius is None:
+        raise DomainError("no domain given: use --box LO,HI or --center X --radius R")
+    if args.center is None or args.radius is None:
+        raise DomainError("a ball needs both --center and --radius")
+    return parse_ball(args.center, args.radius, args.ball or "linf", d)
+
+
+def _progress(quiet: bool) -> Callable[[str], None]:
+    """A progress callback: ``lipopt: message`` on stderr unless ``quiet``."""
+
+    def say(message: str) -> None:
+        if not quiet:
+            print(f"lipopt: {message}", file=sys.stderr, flush=True)
+
+    return say

@@ -1,0 +1,108 @@
+"""``lipopt compare``: every Lipschitz estimator side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args
+from lipopt.domain import load_vector
+from lipopt.io.onnx import load_onnx
+
+COMPARE_EPILOG = """\
+examples:
+  # every estimator side by side, cheapest first, LipMIP's exact value last
+  lipopt compare models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
+  # a few methods on an l-inf ball, as JSON
+  lipopt compare net.onnx --center x.npy --radius 0.1 --methods fastlip,liplp,lipmip --json
+  # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
+  lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
+
+methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, lipmip.
+guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
+guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
+value. A method that cannot run here (lipsdp without 'pip install lipopt[sdp]') is listed with
+the reason. See docs/estimators.md for what each method computes.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``compare`` subcommand and its options."""
+    parser = sub.add_parser(
+        "compare",
+        help="every Lipschitz estimator side by side (FastLip, LipLP, CLEVER, ..., LipMIP)",
+        description="Run the Lipschitz estimators of the LipMIP paper on one network and "
+        "domain and print value, guarantee, relative error to the exact value, and seconds.",
+        epilog=COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_compare_arguments(parser)
+
+
+def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The problem (weighting c, no output norm), the methods and output."""
+    _add_problem_arguments(parser, output_norm=False)
+    run = parser.add_argument_group("methods")
+    run.add_argument(
+        "--methods",
+        metavar="A,B,...",
+        help="comma list of estimators (default: all, cheapest first)",
+    )
+    run.add_argument(
+        "--solver",
+        default="auto",
+        help="solver for liplp and lipmip: auto (as in lipopt solve; the default), highs, scip, "
+        "cbc or gurobi",
+    )
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="seconds for lipmip; stopped early it reports a certified upper bound",
+    )
+    run.add_argument(
+        "--seed", type=int, default=0, help="seed of the sampling methods (default: 0)"
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+
+
+def _compare_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
+    """Per-method options from the command line: solver, LipMIP's time limit, seeds."""
+    lipmip: dict[str, object] = {"solver": args.solver}
+    if args.time_limit is not None:
+        if args.time_limit <= 0:
+            raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
+        lipmip["time_limit"] = args.time_limit
+    return {
+        "liplp": {"solver": args.solver},
+        "lipmip": lipmip,
+        "random": {"seed": args.seed},
+        "attack": {"seed": args.seed},
+        "clever": {"seed": args.seed},
+    }
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Run the chosen estimators, then print their table or the JSON."""
+    from lipopt.compare import compare, format_table, parse_methods, to_json
+
+    say = _progress(args.quiet)
+    methods = parse_methods(args.methods)
+    network = load_onnx(args.model)
+    domain = domain_from_args(args, network)
+    c = load_vector(args.c, "--c") if args.c is not None else None
+    if c is None and network.output_dim > 1:
+        raise ValueError(
+            f"the network has {network.output_dim} outputs; pass --c (a vector of "
+            f"{network.output_dim} numbers, e.g. --c 1,-1): the estimators bound c^T f"
+        )
+    say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
+    options = {k: v for k, v in _compare_options(args).items() if k in methods}
+    results = compare(network, domain, args.norm, c, methods, progress=say, options=options)
+    if args.json:
+        print(json.dumps({**to_json(results), "model": args.model, "norm": args.norm}, indent=2))
+    else:
+        print(format_table(results))
+    return 0

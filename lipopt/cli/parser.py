@@ -1,0 +1,71 @@
+"""The top-level ``lipopt`` parser: one-line errors, the subcommands, negative values."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import NoReturn
+
+from lipopt.cli import certify, compare, export, solve, solvers
+
+#: options whose value may start with "-" (negative numbers): "--box -1,1" -> "--box=-1,1"
+VALUE_OPTIONS = ("--box", "--center", "--c")
+
+MAIN_EPILOG = """\
+examples:
+  lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
+  lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
+  lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+  lipopt solve net.onnx --box 0,1 --output-norm linf
+  lipopt certify net.onnx --center x.npy --radius 0.1
+  lipopt export net.onnx --box 0,1 --c 1,-1 -o lip.mps
+  lipopt compare net.onnx --box 0,1 --c 1,-1
+  lipopt solvers
+
+Run 'lipopt solve --help' for every option.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """``lipopt`` with its subcommands, in the order ``--help`` lists them."""
+    parser = _Parser(
+        prog="lipopt",
+        description="Exact local Lipschitz constants of ReLU networks by mixed-integer "
+        "programming.",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from lipopt import __version__
+
+    parser.add_argument("--version", action="version", version=f"lipopt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for command in (solve, certify, export, compare, solvers):
+        command.add_parser(sub)
+    return parser
+
+
+def _join_negative_values(argv: Sequence[str]) -> list[str]:
+    """Let values that start with '-' follow their option: '--box -1,1' -> '--box=-1,1'."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        if (
+            args[i] in VALUE_OPTIONS
+            and i + 1 < len(args)
+            and args[i + 1].startswith("-")
+            and not args[i + 1].startswith("--")
+        ):
+            out.append(f"{args[i]}={args[i + 1]}")
+            i += 2
+        else:
+            out.append(args[i])
+            i += 1
+    return out
