@@ -8,11 +8,9 @@ norm β instead of c, ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}``, the (α, �
 from __future__ import annotations
 
 import contextlib
-import numbers
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
 from functools import partial
 from typing import Any
 
@@ -20,78 +18,40 @@ import numpy as np
 import pyomo.environ as pe
 from numpy.typing import ArrayLike, NDArray
 
+from lipopt import policy
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
+from lipopt.config import Mode, configure, resolve_formulation
 from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation import LipschitzModel, build
 from lipopt.formulation.build import Formulation
 from lipopt.formulation.objective import set_candidate, set_cutoff
 from lipopt.formulation.products import GateProducts, gate_products, remove_products, set_products
+from lipopt.heuristics.starts import attack_witness, sampled_witness
+from lipopt.heuristics.witness import Witness, below, best_witness, value_at
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.norms import InputNorm, OutputNorm
 from lipopt.progress import heartbeat, silent
-from lipopt.race import (
-    DECISIVE_RATIO,
-    EARLY_LEADER_AFTER,
-    LEADER_AFTER,
-    RACE_AFTER,
-    merge,
-    race_answers,
-    racer_stop,
-)
+from lipopt.query import LipschitzError, Query, resolve_c, resolve_seed
+from lipopt.race import merge, race_answers, racer_stop
 from lipopt.regions import RegionOptions, RegionSearch, search_regions
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination, get
 from lipopt.solvers.registry import ADAPTERS, AUTO_ADAPTER, is_auto
 from lipopt.split import SplitOptions, branch_and_bound
 from lipopt.subnets import budget_for, subnet_tangent_bounds
-from lipopt.verify import Dimension, check_region, is_differentiable_at
+from lipopt.verify import Dimension, check_region
 from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
+
+__all__ = [  # the facade's names, including those it re-exports from the values it is built on
+    "LipschitzError", "LipschitzResult", "Mode", "NoBoundError", "build_model", "lipschitz",
+    "resolve_c", "resolve_seed", "value_at",
+]  # fmt: skip
 
 FloatArray = NDArray[np.float64]
 
 
-#: ``split="auto"`` splits box domains of at most this many inputs (measured in
-#: benchmarks/speed.py: in 2-D halving a box quickly stabilises neurons; in 10-D and up
-#: bisection alone prunes nothing and the MIP on the whole domain is faster)
-AUTO_SPLIT_MAX_DIM = 4
-
-#: ``decompose="auto"`` decomposes the ℓ1-input-norm objective for inputs of at least this many
-#: dimensions (measured: it removes 2d selection binaries, which pays from ~10 inputs up — e.g.
-#: [16,16,16,2] unit box 2.5 s against 37 s — while on the 2-input bundled model, with only 4
-#: selection binaries, the 4 candidate MIPs took 13–14 s against 8.6–8.8 s for the single MIP)
-AUTO_DECOMPOSE_MIN_DIM = 5
-
-#: ``regions="auto"`` (where the domain is not split) first searches the linear regions
-#: (:mod:`lipopt.regions`) for a number of nodes and then falls back to the MIP with what it
-#: proved. The budget follows the share of unstable neurons, a cheap sign of how many regions the
-#: domain holds: with at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable (unit
-#: boxes in 10+ dimensions in benchmarks/speed.py: 98–100%, where the search never finished) it
-#: gets ``AUTO_REGION_NODES`` nodes (~3–6 s here; 4000 nodes with the linear node bound took as
-#: long as 6000 with the interval bound before it and got as far); below it (ℓ∞ balls of radius
-#: 0.1: 20–68%, all finished within 20 000 nodes, most within a few hundred)
-#: ``AUTO_REGION_NODES_FEW_UNSTABLE``. With the smaller budget the search also gives up at 500
-#: nodes or a doubling after when it projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in
-#: all (``RegionOptions.projected_limit``): 170 000 to 6·10^9 at 500 nodes on those unit boxes,
-#: at most 40 000 where it went on to finish (unit boxes of 5–10 inputs, widths 8–16).
-AUTO_REGION_NODES = 4000
-AUTO_REGION_PROJECTED_LIMIT = 100_000
-AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
-AUTO_REGION_UNSTABLE_SHARE = 0.9
-
-
-class LipschitzError(ValueError):
-    """A request that cannot be answered as asked (bad ``c``, wrong mode, ...)."""
-
-
 class NoBoundError(SolverError):
     """The solver stopped (at its time limit) before proving any bound."""
-
-
-class Mode(str, Enum):
-    """How far to solve: to optimality, or only the LP relaxation (LipLP)."""
-
-    EXACT = "exact"
-    LP = "lp"
 
 
 @dataclass(frozen=True)
@@ -159,43 +119,6 @@ class LipschitzResult:
         return out
 
 
-def resolve_seed(
-    network: Network, c: ArrayLike | None, output_norm: OutputNorm | str | None
-) -> FloatArray | OutputNorm:
-    """What the backward pass starts from: a vector c, or an output norm's dual ball."""
-    if output_norm is not None:
-        if c is not None:
-            raise LipschitzError("give either c or an output norm, not both")
-        try:
-            norm = OutputNorm.parse(output_norm)
-            norm.check_outputs(network.output_dim)
-        except ValueError as exc:
-            raise LipschitzError(str(exc)) from None
-        return norm
-    return resolve_c(network, c)
-
-
-def resolve_c(network: Network, c: ArrayLike | None) -> FloatArray:
-    """The output weighting: ``c`` as given, or ``[1]`` for a one-output network."""
-    m = network.output_dim
-    if c is None:
-        if m != 1:
-            raise LipschitzError(
-                f"the network has {m} outputs; pass c (a vector of {m} numbers, e.g. --c 1,-1) "
-                "to take the constant of c^T f, or an output norm (--output-norm l1|linf|cross)"
-            )
-        return np.ones(1)
-    try:
-        vec = np.asarray(c, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise LipschitzError(f"c must be a list of numbers, got {c!r}") from None
-    if vec.size != m:
-        raise LipschitzError(f"c has {vec.size} entries but the network has {m} outputs")
-    if not np.all(np.isfinite(vec)):
-        raise LipschitzError("c contains NaN or infinite values")
-    return vec
-
-
 def build_model(
     network: Network,
     domain: Domain,
@@ -213,8 +136,10 @@ def build_model(
     ``"forward"`` (fixed c) the directional-derivative model."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
-    input_norm = InputNorm.parse(norm)
-    form = _formulation(formulation, seed, Mode.LP if relax else Mode.EXACT, input_norm)
+    query = Query(network, domain, InputNorm.parse(norm), seed)
+    mode = Mode.LP if relax else Mode.EXACT
+    form = resolve_formulation(formulation, query, mode, policy.Policy.current().auto_race_norms)
+    input_norm = query.norm
     form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
@@ -248,171 +173,6 @@ def _exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
         pe.quicksum((1 - v) if values.get(v, 0.0) > 0.5 else v for v in binaries) >= 1
     )
     return True
-
-
-def value_at(
-    network: Network, point: FloatArray, seed: Seed, norm: InputNorm, hint: FloatArray | None = None
-) -> float:
-    """The objective attained at a differentiable point: ``||∇(c^T f)||_{α*}`` for a vector c,
-    ``max_{w ∈ B_β*} ||J^T w||_{α*}`` for an output norm β (``hint``: the solver's w)."""
-    if isinstance(seed, OutputNorm):
-        return operator_value(network.jacobian_at(point), norm, seed, hint)
-    return float(dual_norm(network.gradients(point, seed), norm))
-
-
-@dataclass
-class _Witness:
-    point: FloatArray
-    norm_value: float
-    certified_pattern: bool
-
-
-def _best_witness(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    candidates: list[FloatArray],
-    rng: np.random.Generator,
-    fallback: bool = True,
-) -> _Witness | None:
-    """The best verified point among candidates: each candidate's own numpy pattern is checked
-    to be full-dimensional, and its deepest point is used (a differentiable point). With
-    ``fallback``, random points of the domain are tried when no candidate qualifies."""
-    best: _Witness | None = None
-    for x in candidates:
-        pattern = network.activation_pattern(x)
-        check = check_region(network, pattern, domain)
-        full = check.dimension is Dimension.FULL and check.point is not None
-        if full:
-            point = check.point
-        elif is_differentiable_at(network, x) and domain.contains(x):
-            point = x
-        else:
-            continue
-        value = value_at(network, point, seed, norm)
-        if best is None or value > best.norm_value:
-            best = _Witness(point, value, full)
-    if best is None and fallback:  # random points are differentiable with probability one
-        for point in domain.sample(64, rng):
-            if is_differentiable_at(network, point):
-                value = value_at(network, point, seed, norm)
-                if best is None or value > best.norm_value:
-                    best = _Witness(point, value, False)
-    return best
-
-
-#: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
-#: speed benchmark's networks; there it attained 76-98% of the constant on the hard unit boxes)
-ATTACK_RESTARTS = 64
-ATTACK_STEPS = 400
-
-
-def _attack_witness(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    random_seed: int,
-    deadline: float | None = None,
-) -> _Witness | None:
-    """The best of the gradient attack's point, the :data:`CLIMB_SAMPLED_STARTS` best sampled
-    points and the pattern climb's point from them (the climb stops at ``deadline``), verified
-    as any other witness (its region checked to be full-dimensional, the value recomputed at a
-    differentiable point)."""
-    from lipopt.estimators.attack import gradient_attack
-
-    rng = np.random.default_rng(random_seed)
-    c = np.asarray(seed, dtype=np.float64)
-    point, _ = gradient_attack(
-        network, domain, c, norm, restarts=ATTACK_RESTARTS, steps=ATTACK_STEPS, rng=rng
-    )
-    starts = [point, *_top_sampled(network, domain, c, norm, rng, CLIMB_SAMPLED_STARTS)]
-    climbed = _climb(network, domain, c, norm, starts, deadline)
-    points = starts if climbed is None else [*starts, climbed]
-    return _best_witness(network, domain, seed, norm, points, rng, fallback=False)
-
-
-#: the pattern climb from the attack's point or the best sampled points (:func:`_climb`): its
-#: budget of margin LPs (1-3 ms each on the speed benchmark's networks), and how many of the
-#: best sampled points it also starts from after the attack
-CLIMB_CHECKS = 200
-CLIMB_SAMPLED_STARTS = 3
-#: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
-#: away, with this many more LPs (:func:`~lipopt.estimators.climb.pattern_climb`)
-WIDE_FLIPS = 3
-WIDE_CHECKS = 300
-
-
-def _top_sampled(
-    network: Network,
-    domain: Domain,
-    c: FloatArray,
-    norm: InputNorm,
-    rng: np.random.Generator,
-    count: int,
-) -> list[FloatArray]:
-    """The ``count`` best of :data:`DECOMPOSE_SAMPLES` uniform random points of the domain
-    (their gradients in one batch: milliseconds)."""
-    pool = np.asarray(domain.sample(DECOMPOSE_SAMPLES, rng))
-    values = np.asarray(dual_norm(network.gradients(pool, c), norm))
-    return [pool[n] for n in np.argsort(-values)[:count]]
-
-
-def _climb(
-    network: Network,
-    domain: Domain,
-    c: FloatArray,
-    norm: InputNorm,
-    starts: list[FloatArray],
-    deadline: float | None,
-    wide: bool = False,
-) -> FloatArray | None:
-    """The point of the best region :func:`~lipopt.estimators.climb.pattern_climb` reaches
-    from ``starts`` within :data:`CLIMB_CHECKS` margin LPs and by ``deadline``
-    (``time.perf_counter()`` seconds; None: no start in a full-dimensional region); with
-    ``wide``, then moving up to :data:`WIDE_FLIPS` gates at a time with :data:`WIDE_CHECKS`
-    more LPs."""
-    from lipopt.estimators.climb import pattern_climb
-
-    found = pattern_climb(
-        network, domain, c, norm, starts, CLIMB_CHECKS, deadline,
-        max_flips=WIDE_FLIPS if wide else 1, wide_checks=WIDE_CHECKS if wide else 0,
-    )  # fmt: skip
-    return None if found is None else found.point
-
-
-def _checked_start(
-    start: ArrayLike | None, network: Network, domain: Domain, mode: Mode, seed: Seed
-) -> FloatArray | None:
-    """``start_point`` checked: a finite real point of the domain, one entry per input."""
-    if start is None:
-        return None
-    if mode is not Mode.EXACT or isinstance(seed, OutputNorm):
-        raise LipschitzError("a start point needs mode 'exact' and a fixed c (not an output norm)")
-    try:
-        if np.iscomplexobj(start):
-            raise TypeError("complex")
-        point = np.asarray(start, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise LipschitzError(
-            f"start_point must be a point of {network.input_dim} numbers, got {start!r}"
-        ) from None
-    if point.shape != (network.input_dim,):
-        raise LipschitzError(
-            f"start_point must have {network.input_dim} entries (one per input), "
-            f"got shape {point.shape}"
-        )
-    if not np.all(np.isfinite(point)):
-        raise LipschitzError("start_point must be finite")
-    if not domain.contains(point):
-        raise LipschitzError("start_point must lie in the domain")
-    return point
-
-
-def _below(value: float) -> float:
-    """A cutoff just below an attained value: the solver's tolerances cannot cut it off."""
-    return value - 1e-6 * max(1.0, abs(value))
 
 
 def lipschitz(
@@ -577,70 +337,26 @@ def lipschitz(
             parts of a domain split and by the region search.
     """
     say = progress or silent
-    input_norm = InputNorm.parse(norm)
-    solve_mode = Mode(mode) if not isinstance(mode, Mode) else mode
-    if gap is not None and not (0 <= gap < 1):
-        raise LipschitzError(f"gap must be in [0, 1), got {gap}")
-    if time_limit is not None and not time_limit > 0:
-        raise LipschitzError(f"time limit must be positive, got {time_limit}")
-    if workers is not None:
-        if isinstance(workers, bool) or not isinstance(workers, numbers.Integral):
-            raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
-        if workers < 1:
-            raise LipschitzError(f"workers must be at least 1, got {workers}")
-        workers = int(workers)
-    check_dimension(domain, network.input_dim)
-    seed = resolve_seed(network, c, output_norm)
-    form = _formulation(formulation, seed, solve_mode, input_norm)
+    levers = dict(
+        solver=solver, mode=mode, time_limit=time_limit, gap=gap, threads=threads,
+        verbose=verbose, bounds=bounds, max_refinements=max_refinements,
+        random_seed=random_seed, split=split, decompose=decompose, regions=regions,
+        formulation=formulation, workers=workers, subnet_bounds=subnet_bounds, attack=attack,
+        sign_split=sign_split, gate_split=gate_split, split_leader=split_leader,
+        products=products, start_point=start_point,
+    )  # fmt: skip
+    race_norms = policy.Policy.current().auto_race_norms
+    query, config = configure(network, domain, norm, (c, output_norm), levers, race_norms)
+    seed, input_norm, solve_mode = query.seed, query.norm, config.mode
+    form, workers, given_point = config.formulation, config.workers, config.start_point
     adapter = get(solver)  # "auto": HiGHS (the race below may give a model to SCIP)
     timings: dict[str, float] = {}
     if split == "auto":
-        split = network.input_dim <= AUTO_SPLIT_MAX_DIM
-    elif isinstance(split, str):
-        raise LipschitzError(f"split must be True, False, 'auto' or SplitOptions, got {split!r}")
+        split = network.input_dim <= policy.AUTO_SPLIT_MAX_DIM
     if decompose == "auto":
-        decompose = network.input_dim >= AUTO_DECOMPOSE_MIN_DIM
-    elif not isinstance(decompose, bool):
-        raise LipschitzError(f"decompose must be True, False or 'auto', got {decompose!r}")
+        decompose = network.input_dim >= policy.AUTO_DECOMPOSE_MIN_DIM
     if form is Formulation.FORWARD:
         decompose = False  # the forward model has no selection binaries to remove
-    if subnet_bounds not in ("auto", True, False):
-        raise LipschitzError(f"subnet_bounds must be True, False or 'auto', got {subnet_bounds!r}")
-    if attack not in ("auto", True, False):
-        raise LipschitzError(f"attack must be True, False or 'auto', got {attack!r}")
-    if attack is True and (solve_mode is not Mode.EXACT or isinstance(seed, OutputNorm)):
-        raise LipschitzError(
-            "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
-        )
-    if not isinstance(products, bool):
-        raise LipschitzError(f"products must be True or False, got {products!r}")
-    if not isinstance(sign_split, bool):  # 1 or numpy's True would be silently ignored
-        raise LipschitzError(f"sign_split must be True or False, got {sign_split!r}")
-    if sign_split is True and (
-        solve_mode is not Mode.EXACT
-        or input_norm is not InputNorm.LINF
-        or form is Formulation.FORWARD
-    ):
-        raise LipschitzError(
-            "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
-        )
-    if not isinstance(gate_split, bool):
-        raise LipschitzError(f"gate_split must be True or False, got {gate_split!r}")
-    if not isinstance(split_leader, bool):
-        raise LipschitzError(f"split_leader must be True or False, got {split_leader!r}")
-    given_point = _checked_start(start_point, network, domain, solve_mode, seed)
-    if gate_split is True:
-        if sign_split is True:
-            raise LipschitzError("choose one of the sign split and the gate split, not both")
-        if form is None:
-            raise LipschitzError(
-                "the gate split needs formulation 'forward' or 'backward' (with 'auto' the two "
-                "formulations race on the cores instead)"
-            )
-        if solve_mode is not Mode.EXACT or input_norm is not InputNorm.LINF:
-            raise LipschitzError("the gate split needs mode 'exact' and the l-inf input norm")
-        if isinstance(seed, OutputNorm):
-            raise LipschitzError("the gate split needs a fixed c, not an output norm")
     solve_arguments: dict[str, Any] = dict(
         solver=solver, mode=solve_mode, gap=gap, threads=threads, verbose=verbose, bounds=bounds,
         max_refinements=max_refinements, random_seed=random_seed, decompose=decompose,
@@ -723,13 +439,13 @@ def lipschitz(
     if attack is True or (attack == "auto" and gate_split is True):
         start = time.perf_counter()
         climb_by = None if time_limit is None else call_start + time_limit
-        start_witness = _attack_witness(network, domain, seed, input_norm, random_seed, climb_by)
+        start_witness = attack_witness(query, policy.Policy.current(), random_seed, climb_by)
         timings["attack"] = time.perf_counter() - start
         if start_witness is not None:
             say(f"attack: {start_witness.norm_value:.6g} attained; the MIP must beat it")
     if given_point is not None and not relax:
         start = time.perf_counter()
-        given = _best_witness(
+        given = best_witness(
             network, domain, seed, input_norm, [given_point], np.random.default_rng(0), False
         )
         # checking the start point is part of finding the cutoff, as the attack is
@@ -741,7 +457,7 @@ def lipschitz(
             say(f"start point: {given.norm_value:.6g} attained; the MIP must beat it")
     if time_limit is not None:  # the bounds, the build and the attack came out of the limit
         spent = time.perf_counter() - call_start
-        time_limit = max(time_limit - spent, MIN_SOLVE_SHARE * time_limit)
+        time_limit = max(time_limit - spent, policy.MIN_SOLVE_SHARE * time_limit)
     limit = f" (time limit {time_limit:g} s)" if time_limit else ""
     say(
         f"{form.value} model: {lip.stats['variables']} variables, "
@@ -774,7 +490,7 @@ def lipschitz(
     if gate_split is True and not relax:
         say("gate split: no unstable neuron in the first layer; solving the model whole")
     start = time.perf_counter()
-    cutoff = None if start_witness is None else _below(start_witness.norm_value)
+    cutoff = None if start_witness is None else below(start_witness.norm_value)
     set_cutoff(lip.model, cutoff)
     try:
         solved = _solve_refined(
@@ -800,7 +516,7 @@ def lipschitz(
         certified_value = witness.norm_value if witness.certified_pattern else None
     if witness is None:
         rng = np.random.default_rng(random_seed)
-        witness = _best_witness(network, domain, seed, input_norm, solved.points, rng)
+        witness = best_witness(network, domain, seed, input_norm, solved.points, rng)
     timings["solve"] = solved.solve_seconds
     timings["verify"] = time.perf_counter() - start - solved.solve_seconds
 
@@ -838,56 +554,14 @@ def lipschitz(
     )
 
 
-def _formulation(
-    formulation: Formulation | str, seed: Seed, mode: Mode, norm: InputNorm
-) -> Formulation | None:
-    """The formulation to build; None where ``"auto"`` may race both (exact mode, a fixed c,
-    the ℓ∞ input norm: :data:`AUTO_RACE_NORMS`); forward refused (with a clear message) for an
-    output norm."""
-    if formulation == "auto":
-        fixed_c = not isinstance(seed, OutputNorm)
-        racing = mode is Mode.EXACT and fixed_c and norm in AUTO_RACE_NORMS
-        return None if racing else Formulation.BACKWARD
-    try:
-        form = Formulation.parse(formulation)
-    except ValueError as err:
-        raise LipschitzError(f"{err} or auto") from None
-    if form is Formulation.FORWARD and isinstance(seed, OutputNorm):
-        raise LipschitzError(
-            "the forward formulation needs a fixed c; with an output norm use 'backward'"
-        )
-    return form
-
-
-#: ``formulation="auto"`` races only for these input norms. With the ℓ1 norm the backward model
-#: is decomposed into one small MIP per gradient entry and sign, and in benchmarks/speed.py it
-#: won every race, so racing only added the probe and a restart: [10,20,20,1] unit box 15.6 ->
-#: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
-AUTO_RACE_NORMS = frozenset({InputNorm.LINF})
-
-#: ``solver="auto"``: who solves each raced model. On the unit boxes of benchmarks/speed.py with
-#: the ℓ∞ input norm (docs/performance.md), HiGHS finished the forward model of [16,16,16,2]
-#: first, while SCIP solved the backward model of [10,20,20,1] in 35 s (seed 0; 89-138 s for
-#: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
-AUTO_RACE_SOLVERS = {Formulation.FORWARD: "highs", Formulation.BACKWARD: "scip"}
-
-
-#: the least share of the time limit the solver is given after the bounds and the build
-MIN_SOLVE_SHARE = 0.01
-
-
 def _race_solver(solver: str, form: Formulation) -> str:
     """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
     if not is_auto(solver):
         return solver
-    chosen = AUTO_RACE_SOLVERS[form]
+    chosen = policy.AUTO_RACE_SOLVERS[form]
     if not ADAPTERS[chosen]().available():  # not installed here: HiGHS solves both
         return AUTO_ADAPTER
     return chosen
-
-
-#: fewer seconds than this left after the probe: no race (the racers would start from scratch)
-MIN_RACE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -938,7 +612,7 @@ def _probe_then_race(
     race starts at once, and the backward racer runs the region search before its MIP."""
     start = time.perf_counter()
     problem = _Raced(network, domain, seed, norm, arguments, progress, say)
-    probe_limit = RACE_AFTER if time_limit is None else min(RACE_AFTER, time_limit)
+    probe_limit = policy.RACE_AFTER if time_limit is None else min(policy.RACE_AFTER, time_limit)
     probed: LipschitzResult | None = None
     probe_error: NoBoundError | None = None
     if probe:
@@ -951,7 +625,7 @@ def _probe_then_race(
             probe_error = err
     probe_seconds = time.perf_counter() - start
     remaining = None if time_limit is None else time_limit - probe_seconds
-    too_late = remaining is not None and remaining < MIN_RACE_SECONDS
+    too_late = remaining is not None and remaining < policy.MIN_RACE_SECONDS
     if probed is not None and (probed.status != "time_limit" or too_late):
         return probed
     if probe_error is not None and too_late:
@@ -962,9 +636,9 @@ def _probe_then_race(
     racers: dict[str, tuple[Formulation, str]] = {}
     # split_leader: the racers stop at the decision if enough time is left for the split after it
     decide = arguments["split_leader"] and (
-        remaining is None or remaining >= LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS
+        remaining is None or remaining >= policy.LEADER_AFTER + policy.MIN_LEADER_SPLIT_SECONDS
     )
-    race_limit = LEADER_AFTER if decide else remaining
+    race_limit = policy.LEADER_AFTER if decide else remaining
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = _race_solver(arguments["solver"], form)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
@@ -976,7 +650,7 @@ def _probe_then_race(
             formulation=form, solver=solver, attack=problem.attack, sign_split=False,
         )  # fmt: skip
     names = " and the ".join(entries)
-    until = f" for {LEADER_AFTER:g} s" if decide else ""
+    until = f" for {policy.LEADER_AFTER:g} s" if decide else ""
     say(
         f"not finished in {probe_limit:g} s: racing the {names} model on two processes{until}..."
         if probe
@@ -998,10 +672,13 @@ def _probe_then_race(
                 )
         except NoBoundError:
             left = None if remaining is None else remaining - (time.perf_counter() - race_start)
-            if not decide or (left is not None and left < MIN_RACE_SECONDS):
+            if not decide or (left is not None and left < policy.MIN_RACE_SECONDS):
                 raise
             # no racer proved a bound by the decision (a large model): race for the time left
-            say(f"no racer proved a bound in {LEADER_AFTER:g} s; racing them for the time left...")
+            say(
+                f"no racer proved a bound in {policy.LEADER_AFTER:g} s; "
+                "racing them for the time left..."
+            )
             decide = False
             entries = {name: dict(entry, time_limit=left) for name, entry in entries.items()}
             with heartbeat(say, "racing", left):
@@ -1041,10 +718,10 @@ def _decisive(say: Callable[[str], None]) -> Callable[[float, dict[str, float]],
     one's proven bound is at least :data:`~lipopt.race.DECISIVE_RATIO` times the other's."""
 
     def decisive(seconds: float, bounds: dict[str, float]) -> bool:
-        if seconds < EARLY_LEADER_AFTER or len(bounds) < 2:
+        if seconds < policy.EARLY_LEADER_AFTER or len(bounds) < 2:
             return False
         (leader, low), (_, high) = sorted(bounds.items(), key=lambda item: item[1])
-        if not (0.0 < low and np.isfinite(high) and high >= DECISIVE_RATIO * low):
+        if not (0.0 < low and np.isfinite(high) and high >= policy.DECISIVE_RATIO * low):
             return False
         say(
             f"after {seconds:.0f} s of the race the {leader} model's proven bound {low:.6g} is "
@@ -1063,13 +740,6 @@ def _noted(
     say(note)
     message = f"{result.message}; {note}" if result.message else note
     return replace(result, timings=timings, message=message, model=None)
-
-
-#: ``split_leader``: the least time the split of the leader must have after the decision, or
-#: the racers run to the end. The split restarts the leader from scratch, and a split pays from
-#: solves of about 100 s (docs/performance.md): with less time left, racing on keeps the better
-#: bounds
-MIN_LEADER_SPLIT_SECONDS = 60.0
 
 
 def _split_leader(
@@ -1099,7 +769,7 @@ def _split_leader(
     if closed:  # one racer's bound meets the other's attained value: nothing left to split
         note = f"neither racer finished in {within}; together their bounds closed the gap"
         return _noted(raced, timings, note, say)
-    if remaining is not None and remaining < MIN_RACE_SECONDS:
+    if remaining is not None and remaining < policy.MIN_RACE_SECONDS:
         note = f"neither racer finished in {within} and no time is left to split"
         return _noted(raced, timings, note, say)
     # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
@@ -1209,7 +879,7 @@ def _region_options(
         if not applicable:
             return None
         return RegionOptions(
-            node_limit=AUTO_REGION_NODES, projected_limit=AUTO_REGION_PROJECTED_LIMIT
+            node_limit=policy.AUTO_REGION_NODES, projected_limit=policy.AUTO_REGION_PROJECTED_LIMIT
         )
     if not applicable:
         raise LipschitzError(
@@ -1245,9 +915,11 @@ def _region_lipschitz(
     net_bounds = propagate(network, box, c, method=bounds)
     bound_seconds = time.perf_counter() - start
     hidden = sum(network.hidden_widths)
-    looks_hard = bool(hidden) and net_bounds.unstable_count >= AUTO_REGION_UNSTABLE_SHARE * hidden
+    looks_hard = (
+        bool(hidden) and net_bounds.unstable_count >= policy.AUTO_REGION_UNSTABLE_SHARE * hidden
+    )
     left = None if time_limit is None else time_limit - bound_seconds
-    if race_now is not None and looks_hard and (left is None or left >= MIN_RACE_SECONDS):
+    if race_now is not None and looks_hard and (left is None or left >= policy.MIN_RACE_SECONDS):
         say(
             f"{bounds} bounds: {net_bounds.unstable_count} of {hidden} neurons unstable; "
             "racing at once"
@@ -1262,7 +934,9 @@ def _region_lipschitz(
             time_limit=left if options.time_limit is None else min(left, options.time_limit),
         )
     if fallback and hidden and not looks_hard:
-        options = replace(options, node_limit=AUTO_REGION_NODES_FEW_UNSTABLE, projected_limit=None)
+        options = replace(
+            options, node_limit=policy.AUTO_REGION_NODES_FEW_UNSTABLE, projected_limit=None
+        )
     say(f"{bounds} bounds: {net_bounds.unstable_count} unstable neurons; searching regions...")
     try:
         found = search_regions(
@@ -1390,7 +1064,7 @@ class _Solved:
     first: SolveResult
     last: SolveResult
     upper: float | None
-    witness: _Witness | None
+    witness: Witness | None
     points: list[FloatArray]
     refinements: int = 0
     nodes: int = 0
@@ -1428,14 +1102,14 @@ def _solve_refined(
     _raise_on_failure(first)
     upper = None if first.bound is None else float(first.bound)
     result, refinements = first, 0
-    witness: _Witness | None = None
+    witness: Witness | None = None
     cut_off = False
     while result.values is not None and not relax:
         pattern = _pattern(lip, net_bounds, result.values)
         check = check_region(network, pattern, domain)
         if check.dimension is Dimension.FULL and check.point is not None:
             value = value_at(network, check.point, seed, norm, _w_values(lip, result.values))
-            witness = _Witness(check.point, value, True)
+            witness = Witness(check.point, value, True)
             break
         remaining = None if deadline is None else deadline - time.perf_counter()
         if (
@@ -1473,21 +1147,13 @@ def _solve_refined(
     )
 
 
-#: per solver, options for a solve under a cutoff. HiGHS: the adapter re-runs every
-#: "infeasible" verdict of its MIP presolve with presolve off (presolve has called feasible
-#: Lipschitz models infeasible); under a cutoff "infeasible" is the common, expected answer,
-#: so start without presolve ([64,20,20,2] l-inf ball, l1 norm: 19.6 s -> 10.9 s, the retries
-#: were 7.4 s)
-CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
-
-
 def _candidate_options(
     options: SolveOptions, solver: str, remaining: float | None, cutoff: float | None
 ) -> SolveOptions:
     """The options of one candidate's solve: the time left, and the cutoff options."""
     extra = dict(options.options)
     if cutoff is not None:
-        extra.update(CUTOFF_OPTIONS.get(solver, {}))
+        extra.update(policy.CUTOFF_OPTIONS.get(solver, {}))
     return replace(options, time_limit=remaining, options=extra)
 
 
@@ -1504,7 +1170,7 @@ class _Pieces:
     (the ℓ1 decomposition's candidates, the halves of the sign and gate splits): every piece's
     certified bound and status, and the best point attained so far."""
 
-    best: _Witness | None
+    best: Witness | None
     parts: list[float] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
     solved: int = 0
@@ -1524,7 +1190,7 @@ class _Pieces:
         solved: _Solved,
         bound: float,
         gap: float | None,
-        witness_of: Callable[[list[FloatArray]], _Witness | None],
+        witness_of: Callable[[list[FloatArray]], Witness | None],
     ) -> None:
         """A piece's answer: cut off (below the cutoff), or its proven bound (at most its static
         ``bound``) and status; ``witness_of(points)`` verifies the solver's points when the
@@ -1628,9 +1294,9 @@ class _Problem:
             self.adapter, options, self.deadline, self.max_refinements, False, say, cutoff,
         )  # fmt: skip
 
-    def witness_of(self, points: list[FloatArray]) -> _Witness | None:
+    def witness_of(self, points: list[FloatArray]) -> Witness | None:
         """The best verified point among the solver's points (no random fallback)."""
-        return _best_witness(
+        return best_witness(
             self.network, self.domain, self.seed, self.norm, points, self.rng, fallback=False
         )
 
@@ -1690,7 +1356,7 @@ def _solve_pieces(
                     pieces.unsolved(item.bound)
                 else:
                     problem.say(item.describe(reached))
-                    cutoff = None if best is None else _below(best.norm_value)
+                    cutoff = None if best is None else below(best.norm_value)
                     runner.submit((position, cutoff, remaining), position)
                 position += 1
             if not runner.busy():
@@ -1715,27 +1381,10 @@ def _solve_pieces(
     timings["verify"] = time.perf_counter() - start - solve_seconds
 
 
-#: the ℓ1 decomposition's start: gradients at this many uniform random points of the domain
-#: (numpy, about 10 ms), of which the best few are verified as witnesses
-DECOMPOSE_SAMPLES = 2000
-DECOMPOSE_VERIFIED = 4
-
-
-def _sampled_witness(problem: _Problem) -> _Witness | None:
-    """The best verified point among the :data:`DECOMPOSE_VERIFIED` best of
-    :data:`DECOMPOSE_SAMPLES` uniform random points and the pattern climb's point from them
-    (fixed c; the climb stops at the problem's deadline): a cutoff for the first candidates."""
-    network, domain, norm = problem.network, problem.domain, problem.norm
-    c = np.asarray(problem.seed, dtype=np.float64)
-    points = _top_sampled(network, domain, c, norm, problem.rng, DECOMPOSE_VERIFIED)
-    climbed = _climb(network, domain, c, norm, points, problem.deadline, wide=True)
-    return problem.witness_of(points if climbed is None else [*points, climbed])
-
-
 def _decomposed(
     problem: _Problem,
     timings: dict[str, float],
-    start_witness: _Witness | None = None,
+    start_witness: Witness | None = None,
     products: GateProducts | None = None,
 ) -> LipschitzResult:
     """``max_x ||g(x)||_∞ = max_{(j, ±)} max_x ±g_j(x)``: one MIP per candidate ``±g_j``.
@@ -1759,7 +1408,8 @@ def _decomposed(
     known = max(c.lower for c in candidates)  # ||g||_∞ >= known at every point
     if not isinstance(problem.seed, OutputNorm):
         start = time.perf_counter()
-        sampled = _sampled_witness(problem)
+        target = Query(problem.network, problem.domain, problem.norm, problem.seed)
+        sampled = sampled_witness(target, problem.rng, problem.deadline, policy.Policy.current())
         timings["sampling"] = time.perf_counter() - start
         if sampled is not None and (
             start_witness is None or sampled.norm_value > start_witness.norm_value
@@ -1795,7 +1445,7 @@ def _decomposed(
     items = [_Piece(n, cand.upper, describe(n)) for n, cand in enumerate(candidates)]
     _solve_pieces(problem, items, arrange, pieces, known, timings, intro)
     if pieces.best is None:  # nothing solved: a few random points, each region checked
-        pieces.best = _best_witness(
+        pieces.best = best_witness(
             problem.network, problem.domain, problem.seed, problem.norm,
             list(problem.domain.sample(8, problem.rng)), problem.rng,
         )  # fmt: skip
@@ -1811,7 +1461,7 @@ def _decomposed(
 
 
 def _sign_split(
-    problem: _Problem, timings: dict[str, float], start_witness: _Witness | None, entry: int
+    problem: _Problem, timings: dict[str, float], start_witness: Witness | None, entry: int
 ) -> LipschitzResult:
     """``max_x ||g(x)||_1 = max(max_{x: g_j(x) >= 0} ||g(x)||_1, max_{x: g_j(x) <= 0} ||g(x)||_1)``:
     the model with the sign binary ``σ_j`` of ``entry`` fixed to 1, then to 0 (``|g_j| = g_j``,
@@ -1824,7 +1474,7 @@ def _sign_split(
 
 
 def _gate_split(
-    problem: _Problem, timings: dict[str, float], start_witness: _Witness | None, neuron: int
+    problem: _Problem, timings: dict[str, float], start_witness: Witness | None, neuron: int
 ) -> LipschitzResult:
     """The domain cut by the hyperplane ``z_1i(x) = W_1[i] x + b_1[i] = 0`` of the first-layer
     neuron ``i``: its gate fixed to 1 (``z_1i >= 0``, the neuron passes ``z_1i``), then to 0
@@ -1840,7 +1490,7 @@ def _gate_split(
 def _binary_split(
     problem: _Problem,
     timings: dict[str, float],
-    start_witness: _Witness | None,
+    start_witness: Witness | None,
     binary: Any,
     labels: tuple[str, str],
     subject: str,
@@ -1862,7 +1512,7 @@ def _binary_split(
     lip, network, domain, rng = problem.lip, problem.network, problem.domain, problem.rng
     pieces = _Pieces(start_witness)
     if pieces.best is None:  # random points are differentiable with probability one: attained
-        pieces.best = _best_witness(
+        pieces.best = best_witness(
             network, domain, problem.seed, problem.norm, list(domain.sample(8, rng)), rng
         )
     low, high = problem.net_bounds.input_grad_lower, problem.net_bounds.input_grad_upper
@@ -1892,7 +1542,7 @@ def _binary_split(
     return pieces.result(lip, problem.seed, problem.norm, -np.inf, timings, stats, "none")
 
 
-def _attained(witness: _Witness | None) -> str:
+def _attained(witness: Witness | None) -> str:
     """The value a witness attains, for a progress message."""
     return "none" if witness is None else f"{witness.norm_value:.6g}"
 

@@ -20,35 +20,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from lipopt import policy
 from lipopt.domain import Domain
 from lipopt.network import Network
+from lipopt.policy import DECISIVE_RATIO, EARLY_LEADER_AFTER, LEADER_AFTER, RACE_AFTER
 from lipopt.solvers import SolverError
 from lipopt.workers import GRACE, ForkedWorkers, shared_floats
 
-#: seconds to give the probe (the backward model alone, in-process) before racing: most
-#: problems finish within it and never pay for starting processes
-RACE_AFTER = 5.0
-
-#: ``split_leader``: seconds the two racers run before, if neither has finished, both stop and
-#: the one with the smaller proven bound is solved again split in halves on both cores. After
-#: 30 s the smaller bound was the eventual winner's on all eight two-hidden-layer networks of
-#: one run (docs/performance.md; within a few percent it is a coin toss); a split saves a
-#: quarter to a third of a long solve, so the 30 s spent again pay from solves of about 100 s on
-LEADER_AFTER = 30.0
-
-#: ``split_leader``: from this many seconds into the race, the racers' proven bounds (which they
-#: report while solving) decide at once when one is :data:`DECISIVE_RATIO` times the other or
-#: more: both stop and the leader is split then, not at :data:`LEADER_AFTER`. Followed every
-#: 3 s on eight two-hidden-layer networks, the ratio passed 1.3 on five (at 9-24 s, 1.33-1.88),
-#: always with the eventual winner ahead, and the eventual loser never led by more than 1.10
-#: (docs/performance.md)
-EARLY_LEADER_AFTER = 10.0
-DECISIVE_RATIO = 1.3
-
-#: seconds between two looks at the racers' reported bounds
-POLL_SECONDS = 1.0
-
-#: statuses with which a racer has done its job: proven optimal, or within the requested gap
 FINISHED = ("optimal", "gap_limit")
 
 
@@ -154,7 +132,9 @@ def race_answers(
                 break
             timeout = None if deadline is None else deadline - now
             if not stopping:
-                timeout = POLL_SECONDS if timeout is None else min(timeout, POLL_SECONDS)
+                timeout = (
+                    policy.POLL_SECONDS if timeout is None else min(timeout, policy.POLL_SECONDS)
+                )
             outcome = runner.next_outcome(timeout)
             if outcome is None:
                 if not stopping and stop_when(time.perf_counter() - start, reports.bounds()):

@@ -109,7 +109,7 @@ def _sampled_best(
     network: Network, box: Box, seed: Seed, norm: InputNorm, n: int, rng: np.random.Generator
 ) -> tuple[float, FloatArray]:
     """The best attained value among ``n`` uniform points of the part, and the point."""
-    from lipopt.lipschitz import value_at
+    from lipopt.heuristics.witness import value_at
 
     points = box.sample(n, rng)
     if isinstance(seed, OutputNorm):

@@ -73,7 +73,8 @@ def test_import_does_no_solver_work(monkeypatch):
 
 def test_decompose_auto_follows_the_input_dimension():
     """``decompose="auto"`` decomposes the ℓ1 objective from AUTO_DECOMPOSE_MIN_DIM inputs up."""
-    from lipopt.lipschitz import AUTO_DECOMPOSE_MIN_DIM, LipschitzError
+    from lipopt.lipschitz import LipschitzError
+    from lipopt.policy import AUTO_DECOMPOSE_MIN_DIM
     from tests.helpers import random_network
 
     rng = np.random.default_rng(4)

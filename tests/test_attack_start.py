@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 
 from lipopt import Box, LipschitzError, lipschitz
+from lipopt.heuristics.starts import attack_witness
 from lipopt.norms import dual_norm
+from lipopt.policy import Policy
+from lipopt.query import Query
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 
 def _spy_on_cutoffs(monkeypatch) -> list[tuple[float | None, bool]]:
@@ -77,9 +81,10 @@ def test_a_cutoff_nothing_reaches_gives_a_certified_bracket(norm, monkeypatch):
     box = Box(np.zeros(3), np.ones(3))
     truth = brute_force_lipschitz(*from_lipopt(net, box), None, norm)
     norm_kind = lipschitz_module.InputNorm.parse(norm)
-    found = lipschitz_module._attack_witness(net, box, np.ones(1), norm_kind, 0)
+    query = Query(net, box, norm_kind, np.ones(1))
+    found = attack_witness(query, Policy.current(), 0)
     assert found is not None and found.norm_value == pytest.approx(truth.value, rel=1e-9)
-    monkeypatch.setattr(lipschitz_module, "_below", lambda value: value * (1 + 1e-3))
+    monkeypatch.setattr(lipschitz_module, "below", lambda value: value * (1 + 1e-3))
     seen = _spy_on_cutoffs(monkeypatch)
     res = lipschitz(
         net, box, norm=norm, split=False, regions=False, attack=True, formulation="backward",
@@ -138,7 +143,7 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
 
     monkeypatch.setattr(lipschitz_module, "race_answers", fake_race)
     monkeypatch.setattr(lipschitz_module, "worker_count", lambda *args: 2)
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
     try:
         lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
     except lipschitz_module.SolverError:

@@ -11,14 +11,17 @@ import numpy as np
 import pytest
 
 from lipopt import Box, lipschitz
-from lipopt.estimators import attack as attack_module
-from lipopt.estimators import climb as climb_module
-from lipopt.estimators.climb import ClimbResult
+from lipopt.heuristics import attack as attack_module
+from lipopt.heuristics import climb as climb_module
+from lipopt.heuristics import starts as starts_module
+from lipopt.heuristics import witness as witness_module
+from lipopt.heuristics.climb import ClimbResult
 from lipopt.norms import dual_norm
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 
 def _stand_in(monkeypatch, point: np.ndarray, value: float) -> list[dict]:
@@ -54,7 +57,7 @@ def _poor_start(monkeypatch, net, box, norm: str, constant: float) -> np.ndarray
     assert values.min() < 0.9 * constant  # else the test could not tell the climb's part
     monkeypatch.setattr(attack_module, "gradient_attack", lambda *a, **k: (poor, values.min()))
     monkeypatch.setattr(
-        lipschitz_module, "_top_sampled", lambda *args: [poor.copy() for _ in range(args[-1])]
+        starts_module, "top_sampled", lambda *args: [poor.copy() for _ in range(args[-1])]
     )
     return poor
 
@@ -77,12 +80,12 @@ def test_after_the_attack_the_climbs_point_is_the_first_cutoff(norm, decompose, 
     )  # fmt: skip
     assert res.value == pytest.approx(truth.value, rel=1e-6) and res.exact_certified
     first = calls[0]
-    assert len(first["starts"]) == 1 + lipschitz_module.CLIMB_SAMPLED_STARTS
-    assert first["max_checks"] == lipschitz_module.CLIMB_CHECKS
+    assert len(first["starts"]) == 1 + policy_module.CLIMB_SAMPLED_STARTS
+    assert first["max_checks"] == policy_module.CLIMB_CHECKS
     assert first.get("max_flips", 1) == 1 and first.get("wide_checks", 0) == 0  # one gate
     assert first["deadline"] is not None  # the time limit bounds the climb
     assert all(np.array_equal(start, poor) for start in first["starts"])
-    assert cutoffs and cutoffs[0] == pytest.approx(lipschitz_module._below(truth.value), rel=1e-9)
+    assert cutoffs and cutoffs[0] == pytest.approx(witness_module.below(truth.value), rel=1e-9)
 
 
 def test_the_decompositions_climb_starts_from_its_best_sampled_points(monkeypatch):
@@ -98,10 +101,10 @@ def test_the_decompositions_climb_starts_from_its_best_sampled_points(monkeypatc
     cutoffs = _spy_on_cutoffs(monkeypatch)
     res = lipschitz(net, box, norm="l1", decompose=True, regions=False, split=False, workers=1)
     assert res.value == pytest.approx(truth.value, rel=1e-6) and res.exact_certified
-    assert len(calls) == 1 and len(calls[0]["starts"]) == lipschitz_module.DECOMPOSE_VERIFIED
-    assert calls[0]["max_flips"] == lipschitz_module.WIDE_FLIPS > 1
-    assert calls[0]["wide_checks"] == lipschitz_module.WIDE_CHECKS > 0
-    below = lipschitz_module._below(truth.value)
+    assert len(calls) == 1 and len(calls[0]["starts"]) == policy_module.DECOMPOSE_VERIFIED
+    assert calls[0]["max_flips"] == policy_module.WIDE_FLIPS > 1
+    assert calls[0]["wide_checks"] == policy_module.WIDE_CHECKS > 0
+    below = witness_module.below(truth.value)
     assert all(cut == pytest.approx(below, rel=1e-9) for cut in cutoffs)
 
 

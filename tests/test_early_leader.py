@@ -18,6 +18,7 @@ from tests.test_race import race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 
@@ -88,7 +89,7 @@ def test_split_leader_races_with_the_early_rule_and_without_it_none(monkeypatch)
     monkeypatch.setattr(lipschitz_module, "race_answers", fake)
     net = random_network(np.random.default_rng(5), [3, 10, 10, 2])
     box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
     for split_leader in (True, False):
         lipschitz(
             net, box, c=[1.0, -1.0], split=False, regions=False, split_leader=split_leader
@@ -103,12 +104,12 @@ def test_an_early_decision_splits_the_leader_and_the_answer_stays_sound(monkeypa
     """With the rule made eager (any lead, from the start) the racers stop as soon as both
     report, well before LEADER_AFTER, the leader is split from then on, and the answer's
     bounds hold every sample."""
-    monkeypatch.setattr(lipschitz_module, "EARLY_LEADER_AFTER", 0.0)
-    monkeypatch.setattr(lipschitz_module, "DECISIVE_RATIO", 1.0)
+    monkeypatch.setattr(policy_module, "EARLY_LEADER_AFTER", 0.0)
+    monkeypatch.setattr(policy_module, "DECISIVE_RATIO", 1.0)
     # a short test: the decision would come at 20 s (well after the early one, even on a busy
     # machine), and the split may have little time
-    monkeypatch.setattr(lipschitz_module, "LEADER_AFTER", 20.0)
-    monkeypatch.setattr(lipschitz_module, "MIN_LEADER_SPLIT_SECONDS", 0.0)
+    monkeypatch.setattr(policy_module, "LEADER_AFTER", 20.0)
+    monkeypatch.setattr(policy_module, "MIN_LEADER_SPLIT_SECONDS", 0.0)
     net, box = _hard_problem()
     said: list[str] = []
     res = lipschitz(net, box, "linf", time_limit=35, progress=said.append)

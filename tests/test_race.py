@@ -17,6 +17,7 @@ from tests.oracle import brute_force_lipschitz, from_lipopt
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 pytestmark = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two 
 @pytest.fixture
 def race_at_once(monkeypatch):
     """No probe time: every auto solve races (the probe stops before proving anything)."""
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
 
 
 def _spy_on_race(monkeypatch) -> dict[str, dict]:
@@ -117,7 +118,7 @@ def test_merge_breaks_ties_toward_the_finished_certified_answer():
 def test_race_after_a_probe_with_bounds_stays_exact(monkeypatch):
     """A probe long enough to prove bounds but not to finish, then the race: the merged answer
     equals the backward model solved alone."""
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 0.3)
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 0.3)
     rng = np.random.default_rng(8)
     net = random_network(rng, [5, 14, 14, 2])
     domain = Box(np.zeros(5), np.ones(5))
@@ -253,7 +254,7 @@ def test_a_problem_that_looks_hard_races_at_once(monkeypatch):
     box = Box(np.zeros(6), np.ones(6))
     c = rng.normal(size=2)
     unstable = propagate(net, box, c).unstable_count
-    assert unstable >= lipschitz_module.AUTO_REGION_UNSTABLE_SHARE * 16  # the premise
+    assert unstable >= policy_module.AUTO_REGION_UNSTABLE_SHARE * 16  # the premise
     seen = _spy_on_race(monkeypatch)
     said: list[str] = []
     res = lipschitz(net, box, c=c, progress=said.append)

@@ -25,6 +25,7 @@ BOX_CASES = [i for i, case in enumerate(SCALAR_CASES) if not isinstance(case[1],
 # inputs of 5 and 6 dimensions: where regions="auto" is on (no domain split)
 #: the module (``lipopt.lipschitz`` the attribute is the function of that name)
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 regions_module = importlib.import_module("lipopt.regions")
 
 AUTO_CASES = [
@@ -81,8 +82,8 @@ def test_unfinished_search_hands_over_to_the_mip_and_keeps_exactness(monkeypatch
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1]) if widths[-1] > 1 else None
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES", 3)
-    monkeypatch.setattr(lipschitz_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 3)
+    monkeypatch.setattr(policy_module, "AUTO_REGION_NODES", 3)
+    monkeypatch.setattr(policy_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 3)
     res = lipschitz(net, domain, norm=norm, c=c, workers=1)  # one process: the hand-over itself
     assert "region search stopped after" in res.message
     assert "the MIP took over and finished" in res.message
@@ -164,10 +165,10 @@ def test_auto_search_gives_up_early_only_where_most_neurons_are_unstable(monkeyp
     lipschitz(net, box, norm="l1", c=[1.0, -1.0], workers=1)
     lipschitz(net, LinfBall(np.full(8, 0.5), 0.05), norm="l1", c=[1.0, -1.0], workers=1)
     hard, easy = seen
-    assert hard.projected_limit == lipschitz_module.AUTO_REGION_PROJECTED_LIMIT
-    assert hard.node_limit == lipschitz_module.AUTO_REGION_NODES
+    assert hard.projected_limit == policy_module.AUTO_REGION_PROJECTED_LIMIT
+    assert hard.node_limit == policy_module.AUTO_REGION_NODES
     assert easy.projected_limit is None
-    assert easy.node_limit == lipschitz_module.AUTO_REGION_NODES_FEW_UNSTABLE
+    assert easy.node_limit == policy_module.AUTO_REGION_NODES_FEW_UNSTABLE
 
 
 def test_time_limited_search_returns_a_certified_bracket():
@@ -222,7 +223,7 @@ def test_region_search_refuses_l1_balls():
 
 
 def test_auto_region_search_runs_only_where_the_domain_is_not_split():
-    from lipopt.lipschitz import AUTO_SPLIT_MAX_DIM
+    from lipopt.policy import AUTO_SPLIT_MAX_DIM
 
     rng = np.random.default_rng(5)
     for d in (AUTO_SPLIT_MAX_DIM, AUTO_SPLIT_MAX_DIM + 1):

@@ -18,6 +18,7 @@ from tests.test_race import _spy_on_race
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")
 
@@ -113,7 +114,7 @@ def test_sign_split_with_an_output_norm_equals_brute_force(output_norm):
     ],
 )
 def test_the_split_replaces_the_race_only_when_asked(widths, sign_split, splits, monkeypatch):
-    monkeypatch.setattr(lipschitz_module, "RACE_AFTER", 1e-4)  # every solve that may race does
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)  # every solve that may race does
     seen = _spy_on_race(monkeypatch)
     rng = np.random.default_rng(10)
     net = random_network(rng, widths)

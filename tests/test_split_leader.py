@@ -20,6 +20,7 @@ from tests.test_race import _spy_on_race, race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 
@@ -76,7 +77,7 @@ def test_the_leader_split_equals_brute_force(case, leader, monkeypatch):
     calls = _spy_on_leader_solves(monkeypatch)
     said: list[str] = []
     res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False, progress=said.append)
-    assert all(entry["time_limit"] == lipschitz_module.LEADER_AFTER for entry in seen.values())
+    assert all(entry["time_limit"] == policy_module.LEADER_AFTER for entry in seen.values())
     assert len(calls) == 1 and calls[0]["formulation"].value == leader
     assert calls[0]["gate_split"] is (leader == "forward")
     assert calls[0]["sign_split"] is (leader == "backward")
@@ -202,7 +203,7 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
         progress=said.append,
     )  # fmt: skip
     # the racers stop at the decision, but the race waits for them as long as the limit allows
-    assert limits[0] == {lipschitz_module.LEADER_AFTER} and 100 < waits[0] < 120
+    assert limits[0] == {policy_module.LEADER_AFTER} and 100 < waits[0] < 120
     (second,) = limits[1]
     assert 60 < second < 120 and waits[1] == second
     assert any("racing them for the time left" in line for line in said)
@@ -231,7 +232,7 @@ def test_when_the_racers_stop_at_the_decision(options, decides, monkeypatch):
     limits = {entry["time_limit"] for entry in seen.values()}
     assert len(seen) == 2 and len(limits) == 1
     if decides:
-        assert limits == {lipschitz_module.LEADER_AFTER}
+        assert limits == {policy_module.LEADER_AFTER}
     elif "time_limit" in options:
         assert 30 < limits.pop() < options["time_limit"]
     else:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
-from lipopt.estimators import climb as climb_module
-from lipopt.estimators.climb import _deep_point, _flips, pattern_climb
+from lipopt.heuristics import climb as climb_module
+from lipopt.heuristics.climb import _deep_point, _flips, pattern_climb
 from lipopt.norms import dual_norm
 from lipopt.verify import Dimension, check_region, is_differentiable_at
 from tests.helpers import random_network

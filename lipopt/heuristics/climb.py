@@ -14,7 +14,7 @@ best region reached: patterns two or three gates away, scored the same way, wher
 is higher (a region can be the best of its one-gate neighbours and still lie a few gates from a
 higher one).
 
-Unlike the gradient attack (:mod:`lipopt.estimators.attack`), which steps across one hyperplane
+Unlike the gradient attack (:mod:`lipopt.heuristics.attack`), which steps across one hyperplane
 near the current point, the LP finds a flipped pattern's region wherever it lies, however thin:
 on the speed benchmark's unit boxes it reached the exact constant from the attack's or the best
 sampled point where those fell short (docs/performance.md). Every value returned is the
@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 
 from lipopt.domain import Box, Domain, LinfBall
-from lipopt.estimators.base import FloatArray
+from lipopt.heuristics.target import FloatArray
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
 from lipopt.verify import FULL_DIM_MARGIN, Dimension, check_region, pattern_affine_maps

@@ -1,0 +1,219 @@
+"""Attack: a local search for the input with the largest gradient dual norm (a lower bound).
+
+The objective ``x -> ||∇(c^T f)(x)||_{α*}`` of a ReLU network is piecewise constant (constant on
+each linear region), so plain gradient ascent on it sees a zero gradient. This search instead
+moves between neighbouring linear regions, guided by the network's structure:
+
+*Region-flip moves.* On the current region the gradient is ``g = W_1^T D_1 ··· W_L^T c``. If only
+hidden neuron ``(k, j)`` changed state, the gradient would become
+
+    g' = g ± y_kj · a_kj,
+
+where ``y_kj = ∂(c^T f)/∂h_kj`` (backward pass) and ``a_kj = ∂z_kj/∂x`` (forward-mode Jacobian of
+the pre-activation; + when the neuron switches on, - when it switches off). All these predicted
+neighbours are scored at once; the search steps just across the hyperplane ``z_kj(x) = 0`` of the
+most promising one (``x + δ``, ``δ = -(z_kj ± η) a_kj / ||a_kj||²``), projected onto the domain.
+
+*Random moves.* When no flip is predicted to help (or every promising flip failed), a Gaussian
+perturbation with a per-start adaptive step size (grown on success, shrunk on failure).
+
+A move is kept when the true gradient norm at the new point is at least the current one (equal
+values let the search walk across plateaus). Starts are the best points of a uniform random
+pool. Every value reported is a gradient norm actually evaluated at a point of the domain, so
+it is attained: a lower bound (points on the domain's boundary are fine — a linear region is
+open, so it also meets the domain's interior).
+
+Projections: a box or ℓ∞ ball by clipping; an ℓ1 ball by the sort-based Euclidean projection of
+Duchi et al. (2008).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lipopt.domain import Domain, L1Ball
+from lipopt.heuristics.target import FloatArray, Problem, as_rng, problem
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+#: initial standard deviation of random moves, relative to the domain's extent per coordinate
+SIGMA_START = 0.25
+
+
+# ----------------------------------------------------------------------------- projections
+def project_l1_ball(v: ArrayLike, radius: float) -> FloatArray:
+    """Euclidean projection of each row of ``v`` onto ``{w : ||w||_1 <= radius}``.
+
+    Sort ``|v|`` decreasingly into ``u``; ``ρ`` = the largest k with ``u_k > (Σ_{i<=k} u_i - r)/k``;
+    ``θ = (Σ_{i<=ρ} u_i - r)/ρ``; the projection is ``sign(v) max(|v| - θ, 0)`` (rows already in
+    the ball are unchanged).
+    """
+    arr = np.atleast_2d(np.asarray(v, dtype=np.float64))
+    n, d = arr.shape
+    absv = np.abs(arr)
+    inside = absv.sum(axis=1) <= radius
+    u = -np.sort(-absv, axis=1)
+    css = np.cumsum(u, axis=1)
+    k = np.arange(1, d + 1)
+    cond = u - (css - radius) / k > 0
+    rho = d - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
+    theta = (css[np.arange(n), rho] - radius) / (rho + 1)
+    out = np.sign(arr) * np.maximum(absv - theta[:, None], 0.0)
+    out[inside] = arr[inside]
+    return out if np.ndim(v) > 1 else out[0]
+
+
+def project(domain: Domain, x: ArrayLike) -> FloatArray:
+    """Euclidean projection of points (rows) onto the domain."""
+    arr = np.asarray(x, dtype=np.float64)
+    if isinstance(domain, L1Ball):
+        return domain.center + project_l1_ball(arr - domain.center, domain.radius)
+    lower, upper = domain.bounding_box()
+    return np.clip(arr, lower, upper)
+
+
+def _scale(domain: Domain) -> FloatArray:
+    """Per-coordinate extent of the domain (step sizes are relative to it)."""
+    lower, upper = domain.bounding_box()
+    return np.asarray(upper - lower, dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------- the search
+def _flip_candidates(
+    prob: Problem, x: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """For a batch of points, every single-neuron flip: predicted value, and the step across.
+
+    Returns ``(value, step, distance, current)`` with shapes (R, N), (R, N, d), (R, N), (R,),
+    N the number of hidden neurons (all layers concatenated).
+    """
+    affines = prob.network.affine_layers
+    r, d = x.shape
+    zs, jacs, masks = [], [], []
+    h = x
+    jac_h = np.broadcast_to(np.eye(d), (r, d, d))
+    for affine in affines[:-1]:
+        z = h @ affine.weight.T + affine.bias
+        jac_z = np.einsum("ij,rjd->rid", affine.weight, jac_h)
+        mask = (z > 0).astype(np.float64)
+        zs.append(z)
+        jacs.append(jac_z)
+        masks.append(mask)
+        h = mask * z
+        jac_h = mask[:, :, None] * jac_z
+    # backward: y_k = d(c^T f)/d h_k, from the last hidden layer down
+    ys: list[FloatArray] = [np.empty(0)] * len(masks)
+    y = np.broadcast_to(affines[-1].weight.T @ prob.c, (r, affines[-1].in_features))
+    for k in reversed(range(len(masks))):
+        ys[k] = np.asarray(y)
+        y = (y * masks[k]) @ affines[k].weight
+    grad = y  # after the loop: (y_1 * D_1) @ W_1, the input gradient
+    current = np.linalg.norm(grad, ord=prob.norm.dual_order, axis=-1)
+    z_all = np.concatenate(zs, axis=1)
+    a_all = np.concatenate(jacs, axis=1)  # (R, N, d)
+    y_all = np.concatenate(ys, axis=1)  # (R, N)
+    on = np.concatenate(masks, axis=1) > 0
+    sign = np.where(on, -1.0, 1.0)  # switching off removes the term, switching on adds it
+    predicted = grad[:, None, :] + (sign * y_all)[:, :, None] * a_all
+    value = np.linalg.norm(predicted, ord=prob.norm.dual_order, axis=-1)
+    sq = np.einsum("rnd,rnd->rn", a_all, a_all)
+    safe = np.where(sq > 0, sq, 1.0)
+    margin = 1e-7 * (1.0 + np.abs(z_all)) + 1e-9
+    target = np.where(on, -margin, margin)  # just across the hyperplane
+    step = ((target - z_all) / safe)[:, :, None] * a_all
+    distance = np.abs(z_all) / np.sqrt(safe)
+    value = np.where(sq > 0, value, -np.inf)
+    return value, step, distance, current
+
+
+def gradient_attack(
+    network: Network,
+    domain: Domain,
+    c: ArrayLike | None = None,
+    norm: InputNorm | str = InputNorm.LINF,
+    restarts: int = 8,
+    steps: int = 100,
+    rng: int | np.random.Generator | None = None,
+    *,
+    pool: int = 200,
+    flips: bool = True,
+    patience: int | None = 10,
+) -> tuple[FloatArray, float]:
+    """Best point found and its gradient dual norm ``(x, ||∇(c^T f)(x)||_{α*})``.
+
+    Reusable as a warm start (the MIP can take ``x``). Gradient evaluations: ``pool`` for the
+    starting pool plus ``restarts · steps`` for the moves (each move costs one evaluation; a
+    flip move also reads the pre-activation Jacobians of the current point, about the cost of
+    ``d`` gradients per start and step, but no extra evaluation at another point).
+
+    Args:
+        network, domain, c, norm: the problem (``c`` defaults to ``[1]`` for one output).
+        restarts: number of searches run side by side, started at the best points of the pool.
+        steps: moves per search.
+        rng: seed or generator.
+        pool: uniform random points scored to pick the starts.
+        flips: use region-flip moves (False: random moves only).
+        patience: a search whose random moves failed this many times in a row restarts from
+            the next-best unused pool point (None: never).
+    """
+    prob = problem(network, domain, norm, c)
+    gen = as_rng(rng)
+    restarts = max(int(restarts), 1)
+    pool_size = max(int(pool), restarts)
+    start = domain.sample(pool_size, gen)
+    start_values = prob.dual_norms(start)
+    ranked = np.argsort(-start_values, kind="stable")
+    order = ranked[:restarts]
+    spare = list(ranked[restarts:][::-1])  # next-best pool points, popped from the end
+    x = start[order].copy()
+    values = start_values[order].copy()
+    best_x, best = start[order[0]].copy(), float(start_values[order[0]])
+    if not network.hidden_widths:  # affine network: the gradient is constant
+        return best_x, best
+
+    extent = _scale(domain)
+    sigma = np.full(restarts, SIGMA_START)
+    tabu = np.zeros((restarts, sum(network.hidden_widths)), dtype=bool)
+    stall = np.zeros(restarts, dtype=int)
+    for _ in range(int(steps)):
+        proposal = np.empty_like(x)
+        use_flip = np.zeros(restarts, dtype=bool)
+        chosen = np.full(restarts, -1)
+        if flips:
+            predicted, step, distance, _ = _flip_candidates(prob, x)
+            gain = predicted - values[:, None]
+            ok = (gain > 1e-12 * (1.0 + values[:, None])) & ~tabu
+            # most promising flip; ties broken by the nearest hyperplane
+            score = np.where(ok, predicted - 1e-9 * distance, -np.inf)
+            chosen = np.argmax(score, axis=1)
+            use_flip = np.isfinite(score[np.arange(restarts), chosen])
+            proposal[use_flip] = x[use_flip] + step[use_flip, chosen[use_flip]]
+        rand = ~use_flip
+        if np.any(rand):
+            noise = gen.normal(size=(int(rand.sum()), x.shape[1]))
+            proposal[rand] = x[rand] + (sigma[rand, None] * extent) * noise
+        proposal = project(domain, proposal)
+        new_values = prob.dual_norms(proposal)
+        accept = new_values >= values
+        improved = new_values > values
+        # bookkeeping: tabu for failed flips (reset whenever the point moves), step sizes
+        rows = np.flatnonzero(use_flip & ~accept)
+        tabu[rows, chosen[rows]] = True
+        tabu[accept] = False
+        sigma = np.where(rand & improved, np.minimum(sigma * 1.5, 1.0), sigma)
+        sigma = np.where(rand & ~accept, np.maximum(sigma * 0.8, 1e-4), sigma)
+        x[accept] = proposal[accept]
+        values[accept] = new_values[accept]
+        stall = np.where(rand & ~improved, stall + 1, 0)
+        if patience is not None:
+            for row in np.flatnonzero(stall >= patience):
+                if not spare:
+                    break
+                i = spare.pop()
+                x[row], values[row] = start[i], start_values[i]
+                sigma[row], stall[row], tabu[row] = SIGMA_START, 0, False
+        k = int(np.argmax(values))
+        if values[k] > best:
+            best, best_x = float(values[k]), x[k].copy()
+    return best_x, best

@@ -1,0 +1,85 @@
+"""Witnesses: points where the objective is attained, each checked in numpy.
+
+A witness's value is the objective recomputed at a differentiable point of the domain, so it is
+attained: a lower bound on the constant. ``certified_pattern``: the point lies in a
+full-dimensional linear region (checked by the margin LP, :func:`lipopt.verify.check_region`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.interval import Seed
+from lipopt.domain import Domain
+from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.verify import Dimension, check_region, is_differentiable_at
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass
+class Witness:
+    """A point, the objective attained there, and whether its region is full-dimensional."""
+
+    point: FloatArray
+    norm_value: float
+    certified_pattern: bool
+
+
+def value_at(
+    network: Network, point: FloatArray, seed: Seed, norm: InputNorm, hint: FloatArray | None = None
+) -> float:
+    """The objective attained at a differentiable point: ``||∇(c^T f)||_{α*}`` for a vector c,
+    ``max_{w ∈ B_β*} ||J^T w||_{α*}`` for an output norm β (``hint``: the solver's w)."""
+    if isinstance(seed, OutputNorm):
+        return operator_value(network.jacobian_at(point), norm, seed, hint)
+    return float(dual_norm(network.gradients(point, seed), norm))
+
+
+def below(value: float) -> float:
+    """A cutoff just below an attained value: the solver's tolerances cannot cut it off."""
+    return value - 1e-6 * max(1.0, abs(value))
+
+
+def closed(upper: float, lower: float | None) -> bool:
+    """An upper bound and an attained value meet: within 1e-6 relative (at least absolute)."""
+    return lower is not None and upper - lower <= 1e-6 * max(1.0, abs(upper))
+
+
+def best_witness(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    candidates: list[FloatArray],
+    rng: np.random.Generator,
+    fallback: bool = True,
+) -> Witness | None:
+    """The best verified point among candidates: each candidate's own numpy pattern is checked
+    to be full-dimensional, and its deepest point is used (a differentiable point). With
+    ``fallback``, random points of the domain are tried when no candidate qualifies."""
+    best: Witness | None = None
+    for x in candidates:
+        pattern = network.activation_pattern(x)
+        check = check_region(network, pattern, domain)
+        full = check.dimension is Dimension.FULL and check.point is not None
+        if full:
+            point = check.point
+        elif is_differentiable_at(network, x) and domain.contains(x):
+            point = x
+        else:
+            continue
+        value = value_at(network, point, seed, norm)
+        if best is None or value > best.norm_value:
+            best = Witness(point, value, full)
+    if best is None and fallback:  # random points are differentiable with probability one
+        for point in domain.sample(64, rng):
+            if is_differentiable_at(network, point):
+                value = value_at(network, point, seed, norm)
+                if best is None or value > best.norm_value:
+                    best = Witness(point, value, False)
+    return best

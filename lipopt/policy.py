@@ -1,0 +1,160 @@
+"""Every tuned threshold of the orchestration, in one place, each with the measurement behind it.
+
+The planner and the strategies read them through a :class:`Policy`, a snapshot taken once per
+call (:meth:`Policy.current`), so one call sees one consistent policy and tests can hand the
+planner any policy they like. The module-level constants are the defaults (tests patch them
+here). New thresholds go here, never into a strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: ``split="auto"`` splits box domains of at most this many inputs (measured in
+#: benchmarks/speed.py: in 2-D halving a box quickly stabilises neurons; in 10-D and up
+#: bisection alone prunes nothing and the MIP on the whole domain is faster)
+AUTO_SPLIT_MAX_DIM = 4
+
+#: ``decompose="auto"`` decomposes the ℓ1-input-norm objective for inputs of at least this many
+#: dimensions (measured: it removes 2d selection binaries, which pays from ~10 inputs up — e.g.
+#: [16,16,16,2] unit box 2.5 s against 37 s — while on the 2-input bundled model, with only 4
+#: selection binaries, the 4 candidate MIPs took 13–14 s against 8.6–8.8 s for the single MIP)
+AUTO_DECOMPOSE_MIN_DIM = 5
+
+#: ``regions="auto"`` (where the domain is not split) first searches the linear regions
+#: (:mod:`lipopt.regions`) for a number of nodes and then falls back to the MIP with what it
+#: proved. The budget follows the share of unstable neurons, a cheap sign of how many regions the
+#: domain holds: with at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable (unit
+#: boxes in 10+ dimensions in benchmarks/speed.py: 98–100%, where the search never finished) it
+#: gets ``AUTO_REGION_NODES`` nodes (~3–6 s here; 4000 nodes with the linear node bound took as
+#: long as 6000 with the interval bound before it and got as far); below it (ℓ∞ balls of radius
+#: 0.1: 20–68%, all finished within 20 000 nodes, most within a few hundred)
+#: ``AUTO_REGION_NODES_FEW_UNSTABLE``. With the smaller budget the search also gives up at 500
+#: nodes or a doubling after when it projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in
+#: all (``RegionOptions.projected_limit``): 170 000 to 6·10^9 at 500 nodes on those unit boxes,
+#: at most 40 000 where it went on to finish (unit boxes of 5–10 inputs, widths 8–16).
+AUTO_REGION_NODES = 4000
+
+AUTO_REGION_PROJECTED_LIMIT = 100_000
+
+AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
+
+AUTO_REGION_UNSTABLE_SHARE = 0.9
+
+#: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
+#: speed benchmark's networks; there it attained 76-98% of the constant on the hard unit boxes)
+ATTACK_RESTARTS = 64
+
+ATTACK_STEPS = 400
+
+#: the pattern climb from the attack's point or the best sampled points (:func:`_climb`): its
+#: budget of margin LPs (1-3 ms each on the speed benchmark's networks), and how many of the
+#: best sampled points it also starts from after the attack
+CLIMB_CHECKS = 200
+
+CLIMB_SAMPLED_STARTS = 3
+
+#: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
+#: away, with this many more LPs (:func:`~lipopt.estimators.climb.pattern_climb`)
+WIDE_FLIPS = 3
+
+WIDE_CHECKS = 300
+
+#: ``formulation="auto"`` races only for these input norms. With the ℓ1 norm the backward model
+#: is decomposed into one small MIP per gradient entry and sign, and in benchmarks/speed.py it
+#: won every race, so racing only added the probe and a restart: [10,20,20,1] unit box 15.6 ->
+#: 23.3 s and 46.5 -> 62.5 s, [16,16,16,2] 31.0 -> 38.7 s (forward alone: 64 s).
+AUTO_RACE_NORMS = frozenset({"linf"})
+
+#: ``solver="auto"``: who solves each raced model. On the unit boxes of benchmarks/speed.py with
+#: the ℓ∞ input norm (docs/performance.md), HiGHS finished the forward model of [16,16,16,2]
+#: first, while SCIP solved the backward model of [10,20,20,1] in 35 s (seed 0; 89-138 s for
+#: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
+AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
+
+#: the least share of the time limit the solver is given after the bounds and the build
+MIN_SOLVE_SHARE = 0.01
+
+#: fewer seconds than this left after the probe: no race (the racers would start from scratch)
+MIN_RACE_SECONDS = 1.0
+
+#: ``split_leader``: the least time the split of the leader must have after the decision, or
+#: the racers run to the end. The split restarts the leader from scratch, and a split pays from
+#: solves of about 100 s (docs/performance.md): with less time left, racing on keeps the better
+#: bounds
+MIN_LEADER_SPLIT_SECONDS = 60.0
+
+#: per solver, options for a solve under a cutoff. HiGHS: the adapter re-runs every
+#: "infeasible" verdict of its MIP presolve with presolve off (presolve has called feasible
+#: Lipschitz models infeasible); under a cutoff "infeasible" is the common, expected answer,
+#: so start without presolve ([64,20,20,2] l-inf ball, l1 norm: 19.6 s -> 10.9 s, the retries
+#: were 7.4 s)
+CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
+
+#: the ℓ1 decomposition's start: gradients at this many uniform random points of the domain
+#: (numpy, about 10 ms), of which the best few are verified as witnesses
+DECOMPOSE_SAMPLES = 2000
+
+DECOMPOSE_VERIFIED = 4
+
+#: seconds to give the probe (the backward model alone, in-process) before racing: most
+#: problems finish within it and never pay for starting processes
+RACE_AFTER = 5.0
+
+#: ``split_leader``: seconds the two racers run before, if neither has finished, both stop and
+#: the one with the smaller proven bound is solved again split in halves on both cores. After
+#: 30 s the smaller bound was the eventual winner's on all eight two-hidden-layer networks of
+#: one run (docs/performance.md; within a few percent it is a coin toss); a split saves a
+#: quarter to a third of a long solve, so the 30 s spent again pay from solves of about 100 s on
+LEADER_AFTER = 30.0
+
+#: ``split_leader``: from this many seconds into the race, the racers' proven bounds (which they
+#: report while solving) decide at once when one is :data:`DECISIVE_RATIO` times the other or
+#: more: both stop and the leader is split then, not at :data:`LEADER_AFTER`. Followed every
+#: 3 s on eight two-hidden-layer networks, the ratio passed 1.3 on five (at 9-24 s, 1.33-1.88),
+#: always with the eventual winner ahead, and the eventual loser never led by more than 1.10
+#: (docs/performance.md)
+EARLY_LEADER_AFTER = 10.0
+
+DECISIVE_RATIO = 1.3
+
+#: seconds between two looks at the racers' reported bounds
+POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The thresholds above, as one value (field ``x`` is the constant ``X``)."""
+
+    auto_split_max_dim: int
+    auto_decompose_min_dim: int
+    auto_region_nodes: int
+    auto_region_projected_limit: int
+    auto_region_nodes_few_unstable: int
+    auto_region_unstable_share: float
+    attack_restarts: int
+    attack_steps: int
+    climb_checks: int
+    climb_sampled_starts: int
+    wide_flips: int
+    wide_checks: int
+    auto_race_norms: frozenset[str]
+    auto_race_solvers: dict[str, str]
+    min_solve_share: float
+    min_race_seconds: float
+    min_leader_split_seconds: float
+    cutoff_options: dict[str, dict[str, Any]]
+    decompose_samples: int
+    decompose_verified: int
+    race_after: float
+    leader_after: float
+    early_leader_after: float
+    decisive_ratio: float
+    poll_seconds: float
+
+    @classmethod
+    def current(cls) -> Policy:
+        """The module's constants as they are now."""
+        values = globals()
+        return cls(**{f.name: values[f.name.upper()] for f in fields(cls)})
