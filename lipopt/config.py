@@ -7,7 +7,7 @@ query, the machine's facts and the :class:`~lipopt.policy.Policy`.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -71,6 +71,21 @@ class SolveConfig:
     @property
     def exact(self) -> bool:
         return self.mode is Mode.EXACT
+
+    def arguments(self) -> dict[str, Any]:
+        """The options a sub-question inherits, as :func:`lipopt.lipschitz`'s keywords (the
+        domain split, the region search, the formulation and the time limit are its own)."""
+        inherited = {f.name: getattr(self, f.name) for f in fields(self)}
+        for own in ("split", "regions", "formulation", "time_limit"):
+            del inherited[own]
+        return inherited
+
+
+#: every option of :class:`SolveConfig` at its default, as :func:`lipopt.lipschitz`'s keywords
+LEVER_DEFAULTS: dict[str, Any] = {
+    **{f.name: f.default for f in fields(SolveConfig)},
+    "formulation": "auto",
+}
 
 
 def configure(

@@ -9,7 +9,7 @@ the smaller upper bound and the larger attained lower bound (with its witness). 
 ``split_leader`` (the default) the racers stop after :data:`LEADER_AFTER` seconds, or earlier
 once the proven bounds they report while solving show a clear leader (:data:`EARLY_LEADER_AFTER`,
 :data:`DECISIVE_RATIO`), and the caller solves the leader again split in halves on both cores
-(:func:`lipopt.lipschitz._split_leader`).
+(:mod:`lipopt.strategies.race`).
 """
 
 from __future__ import annotations
@@ -21,47 +21,15 @@ from dataclasses import replace
 from typing import Any
 
 from lipopt import policy
+from lipopt.bracket import FINISHED, meet
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.policy import DECISIVE_RATIO, EARLY_LEADER_AFTER, LEADER_AFTER, RACE_AFTER
 from lipopt.solvers import SolverError
 from lipopt.workers import GRACE, ForkedWorkers, shared_floats
 
-FINISHED = ("optimal", "gap_limit")
-
-
-def merge(results: list[Any]) -> Any:
-    """One answer from several certified answers to the same problem: the smallest upper bound,
-    the largest attained lower bound (and its witness); optimal when they meet."""
-    # ties go to a finished (optimal or gap-limited) and certified answer
-    best_upper = min(results, key=lambda r: (r.upper, r.status not in FINISHED))
-    with_lower = [r for r in results if r.lower is not None]
-    best_lower = max(with_lower, key=lambda r: (r.lower, r.exact_certified), default=None)
-    if best_lower is None:
-        return best_upper
-    upper = max(best_upper.upper, best_lower.lower)
-    closed = upper - best_lower.lower <= 1e-6 * max(1.0, abs(upper))
-    status = "optimal" if closed else best_upper.status
-    return replace(
-        best_upper,
-        value=upper,
-        upper=upper,
-        lower=best_lower.lower,
-        witness=best_lower.witness,
-        status=status,
-        exact_certified=closed and best_lower.exact_certified,
-    )
-
-
-#: in a racer's process, where its MIP solves report their proven bound (and learn whether to
-#: stop): set by :func:`race_answers` in the racer, None in every other process
-_REPORT: Callable[[float, float], bool] | None = None
-
-
-def racer_stop() -> Callable[[float, float], bool] | None:
-    """In a racer's process, the ``stop`` hook (:class:`~lipopt.solvers.SolveOptions`) its MIP
-    solves report to; None elsewhere."""
-    return _REPORT
+#: one answer from several certified answers to the same question (:func:`lipopt.bracket.meet`)
+merge = meet
 
 
 class _Reports:
@@ -98,9 +66,13 @@ def race_answers(
     entries: dict[str, dict[str, Any]],
     time_limit: float | None,
     stop_when: Callable[[float, dict[str, float]], bool] | None = None,
+    *,
+    run: Callable[[str, dict[str, Any], Callable[[float, float], bool]], Any],
 ) -> tuple[str | None, dict[str, Any]]:
-    """Solve ``lipschitz(network, domain, **kwargs)`` for each named entry at once, one forked
-    process each (:class:`~lipopt.workers.ForkedWorkers`). Returns ``(name, {name: result})``
+    """Solve each named entry (a racer's question as :func:`lipopt.lipschitz`'s keywords over
+    ``network`` and ``domain``) at once: ``run(name, entry, stop)`` in one forked process each
+    (:class:`~lipopt.workers.ForkedWorkers`), ``stop`` the racer's hook (its MIPs report their
+    proven bounds to it and learn whether to stop). Returns ``(name, {name: result})``
     at the first finished answer (optimal, or within the requested gap), stopping the others,
     or ``(None, answers)`` with every racer's unfinished answer when none finished. A racer's
     error does not stop the others; if every racer failed, the first error is raised.
@@ -111,11 +83,7 @@ def race_answers(
     reports = _Reports(list(entries))
 
     def solve(name: str) -> Any:
-        global _REPORT
-        from lipopt.lipschitz import lipschitz
-
-        _REPORT = reports.hook(name)  # this racer's process only
-        return replace(lipschitz(network, domain, **entries[name]), model=None)
+        return replace(run(name, entries[name], reports.hook(name)), model=None)
 
     start = time.perf_counter()
     runner = ForkedWorkers(len(entries), solve)
@@ -166,5 +134,4 @@ __all__ = [
     "RACE_AFTER",
     "merge",
     "race_answers",
-    "racer_stop",
 ]

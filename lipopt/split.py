@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from numpy.typing import NDArray
 
 from lipopt.bounds import NetworkBounds, Seed, propagate
 from lipopt.domain import Box
+from lipopt.heuristics.witness import value_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm
 
@@ -109,8 +111,6 @@ def _sampled_best(
     network: Network, box: Box, seed: Seed, norm: InputNorm, n: int, rng: np.random.Generator
 ) -> tuple[float, FloatArray]:
     """The best attained value among ``n`` uniform points of the part, and the point."""
-    from lipopt.heuristics.witness import value_at
-
     points = box.sample(n, rng)
     if isinstance(seed, OutputNorm):
         values = np.array([value_at(network, p, seed, norm) for p in points])
@@ -120,114 +120,142 @@ def _sampled_best(
     return float(values[j]), points[j]
 
 
-def _solve_part(args: tuple[Network, Box, Any, str, dict[str, Any]]) -> Any:
-    """One exact solve (a top-level function so that worker processes can run it)."""
-    from dataclasses import replace
+@dataclass(frozen=True)
+class SplitProblem:
+    """The box to split, and how its parts are bounded and solved.
 
-    from lipopt.lipschitz import lipschitz
+    Attributes:
+        network, box, seed, norm: the question on the whole box.
+        bounds_method: bound propagation for each part's cheap bounds.
+        solve_part: ``solve_part(part, time_limit)`` answers the question on one part exactly
+            (or as far as the time allows); picklable, so that worker processes can run it.
+    """
 
-    network, box, seed, norm, options = args
-    kwargs = {"output_norm": seed} if isinstance(seed, OutputNorm) else {"c": seed}
-    result = lipschitz(network, box, norm, split=False, **kwargs, **options)
-    return replace(result, model=None)  # the Pyomo model is not needed after solving
+    network: Network
+    box: Box
+    seed: Seed
+    norm: InputNorm
+    bounds_method: str
+    solve_part: Callable[[Box, float | None], Any]
+
+
+def _solve(solve_part: Callable[[Box, float | None], Any], task: tuple[Box, float | None]) -> Any:
+    """One part solved (a top-level function, so that worker processes can run it)."""
+    return solve_part(*task)
+
+
+class _Search:
+    """The state of one branch and bound: the heap of open parts and the best value attained."""
+
+    def __init__(
+        self, problem: SplitProblem, options: SplitOptions, rng: np.random.Generator
+    ) -> None:
+        self.problem, self.options, self.rng = problem, options, rng
+        self.counter = itertools.count()
+        self.bound_seconds = 0.0
+        self.best_lower, self.best_point = -np.inf, problem.box.lower
+        self.heap: list[_Part] = []
+        self.parts_made, self.pruned = 1, 0
+        self.solved: list[Any] = []
+        heapq.heappush(self.heap, self.make_part(problem.box, 0))
+
+    def make_part(self, part: Box, depth: int) -> _Part:
+        """A part with its cheap bounds: FastLip above, sampled points below."""
+        problem, start = self.problem, time.perf_counter()
+        bounds = propagate(problem.network, part, problem.seed, method=problem.bounds_method)
+        upper = gradient_box_norm(bounds, problem.norm)
+        lower, point = _sampled_best(
+            problem.network, part, problem.seed, problem.norm, self.options.samples, self.rng
+        )
+        self.bound_seconds += time.perf_counter() - start
+        if lower > self.best_lower:
+            self.best_lower, self.best_point = lower, point
+        return _Part(-upper, next(self.counter), part, depth, upper, bounds.unstable_count)
+
+    def prunable(self, part: _Part) -> bool:
+        return part.upper <= self.best_lower * (1 + self.options.rel_tol)
+
+    def next_batch(self) -> list[_Part]:
+        """Up to ``workers`` parts to solve: the best-bound parts, pruning or bisecting those
+        that are neither prunable nor small enough."""
+        batch: list[_Part] = []
+        options, heap = self.options, self.heap
+        while heap and len(batch) < options.workers:
+            part = heapq.heappop(heap)
+            if self.prunable(part):  # the heap is ordered by upper bound: all the rest too
+                self.pruned += 1 + len(heap)
+                heap.clear()
+            elif (
+                part.unstable <= options.leaf_unstable
+                or part.depth >= options.max_depth
+                or self.parts_made >= options.max_parts
+            ):
+                batch.append(part)
+            else:
+                for child in split_box(part.box, self.problem.network):
+                    heapq.heappush(heap, self.make_part(child, part.depth + 1))
+                    self.parts_made += 1
+        return [p for p in batch if not self.prunable(p)]
+
+    def take(self, results: list[Any], say: Callable[[str], None]) -> None:
+        """The solved parts' answers: their attained values may raise the best."""
+        for res in results:
+            self.solved.append(res)
+            if res.lower is not None and res.lower > self.best_lower:
+                self.best_lower, self.best_point = res.lower, res.witness
+        say(
+            f"split: {self.parts_made} parts, {len(self.solved)} solved, {self.pruned} pruned, "
+            f"best {self.best_lower:.6g}, open bound "
+            f"{max([p.upper for p in self.heap], default=self.best_lower):.6g}"
+        )
+
+    def outcome(self) -> SplitOutcome:
+        unsolved = [p.upper for p in self.heap if not self.prunable(p)]
+        solved = self.solved
+        upper = max([self.best_lower, *[r.upper for r in solved], *unsolved])
+        # a part stopped at a requested gap is finished: its [lower, upper] bracket meets the gap
+        complete = not unsolved and all(r.status in ("optimal", "gap_limit") for r in solved)
+        best = max(solved, key=lambda r: r.lower if r.lower is not None else -np.inf, default=None)
+        return SplitOutcome(
+            upper=float(upper),
+            lower=float(self.best_lower),
+            witness=np.asarray(self.best_point, dtype=np.float64),
+            best=best,
+            solved=solved,
+            parts_made=self.parts_made,
+            parts_pruned=self.pruned,
+            complete=complete,
+            bound_seconds=self.bound_seconds,
+        )
 
 
 def branch_and_bound(
-    network: Network,
-    box: Box,
-    seed: Seed,
-    norm: InputNorm,
-    solve_options: dict[str, Any],
+    problem: SplitProblem,
     options: SplitOptions = SplitOptions(),
-    bounds_method: str = "linear",
     deadline: float | None = None,
     progress: Callable[[str], None] | None = None,
     rng: np.random.Generator | None = None,
 ) -> SplitOutcome:
-    """Maximise the objective over ``box`` by splitting it (see the module docstring)."""
+    """Maximise the objective over ``problem.box`` by splitting it (see the module docstring)."""
     say = progress or (lambda _m: None)
-    rng = rng or np.random.default_rng(0)
-    counter = itertools.count()
-    bound_seconds = 0.0
-    best_lower, best_point = -np.inf, box.lower
-
-    def make_part(part: Box, depth: int) -> _Part:
-        nonlocal bound_seconds, best_lower, best_point
-        start = time.perf_counter()
-        bounds = propagate(network, part, seed, method=bounds_method)
-        upper = gradient_box_norm(bounds, norm)
-        lower, point = _sampled_best(network, part, seed, norm, options.samples, rng)
-        bound_seconds += time.perf_counter() - start
-        if lower > best_lower:
-            best_lower, best_point = lower, point
-        return _Part(-upper, next(counter), part, depth, upper, bounds.unstable_count)
-
-    heap: list[_Part] = [make_part(box, 0)]
-    parts_made, pruned = 1, 0
-    solved: list[Any] = []
+    search = _Search(problem, options, rng or np.random.default_rng(0))
+    solve = partial(_solve, problem.solve_part)
     executor: Executor | None = (
         ProcessPoolExecutor(max_workers=options.workers) if options.workers > 1 else None
     )
-
-    def prunable(part: _Part) -> bool:
-        return part.upper <= best_lower * (1 + options.rel_tol)
-
     try:
-        while heap and (deadline is None or time.perf_counter() < deadline):
-            batch: list[_Part] = []
-            while heap and len(batch) < options.workers:
-                part = heapq.heappop(heap)
-                if prunable(part):  # the heap is ordered by upper bound: all the rest too
-                    pruned += 1 + len(heap)
-                    heap.clear()
-                elif (
-                    part.unstable <= options.leaf_unstable
-                    or part.depth >= options.max_depth
-                    or parts_made >= options.max_parts
-                ):
-                    batch.append(part)
-                else:
-                    for child in split_box(part.box, network):
-                        heapq.heappush(heap, make_part(child, part.depth + 1))
-                        parts_made += 1
-            batch = [p for p in batch if not prunable(p)]
+        while search.heap and (deadline is None or time.perf_counter() < deadline):
+            batch = search.next_batch()
             if not batch:
                 continue
             remaining = None if deadline is None else max(deadline - time.perf_counter(), 1.0)
-            tasks = [
-                (network, p.box, seed, norm.value, {**solve_options, "time_limit": remaining})
-                for p in batch
-            ]
+            tasks = [(p.box, remaining) for p in batch]
             if executor is not None:
-                results = list(executor.map(_solve_part, tasks))
+                results = list(executor.map(solve, tasks))
             else:
-                results = [_solve_part(t) for t in tasks]
-            for res in results:
-                solved.append(res)
-                if res.lower is not None and res.lower > best_lower:
-                    best_lower, best_point = res.lower, res.witness
-            say(
-                f"split: {parts_made} parts, {len(solved)} solved, {pruned} pruned, "
-                f"best {best_lower:.6g}, open bound "
-                f"{max([p.upper for p in heap], default=best_lower):.6g}"
-            )
+                results = [solve(t) for t in tasks]
+            search.take(results, say)
     finally:
         if executor is not None:
             executor.shutdown()
-    unsolved = [p.upper for p in heap if not prunable(p)]
-    solved_upper = [r.upper for r in solved]
-    upper = max([best_lower, *solved_upper, *unsolved])
-    # a part stopped at a requested gap is finished: its [lower, upper] bracket meets the gap
-    complete = not unsolved and all(r.status in ("optimal", "gap_limit") for r in solved)
-    best = max(solved, key=lambda r: r.lower if r.lower is not None else -np.inf, default=None)
-    return SplitOutcome(
-        upper=float(upper),
-        lower=float(best_lower),
-        witness=np.asarray(best_point, dtype=np.float64),
-        best=best,
-        solved=solved,
-        parts_made=parts_made,
-        parts_pruned=pruned,
-        complete=complete,
-        bound_seconds=bound_seconds,
-    )
+    return search.outcome()

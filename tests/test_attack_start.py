@@ -8,9 +8,10 @@ import importlib
 import numpy as np
 import pytest
 
-from lipopt import Box, LipschitzError, lipschitz
+from lipopt import Box, LinfBall, LipschitzError, lipschitz
 from lipopt.heuristics.starts import attack_witness
 from lipopt.norms import dual_norm
+from lipopt.plan import Facts
 from lipopt.policy import Policy
 from lipopt.query import Query
 from tests.helpers import random_network
@@ -19,20 +20,24 @@ from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+race_module = importlib.import_module("lipopt.race")
+driver_module = importlib.import_module("lipopt.driver")
+mip_module = importlib.import_module("lipopt.strategies.mip")
+refine_module = importlib.import_module("lipopt.strategies.refine")
 policy_module = importlib.import_module("lipopt.policy")
 
 
 def _spy_on_cutoffs(monkeypatch) -> list[tuple[float | None, bool]]:
     """Record (cutoff, cut_off) of every _solve_refined call."""
     seen: list[tuple[float | None, bool]] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
         solved = real(*args)
-        seen.append((args[12] if len(args) > 12 else None, solved.cut_off))
+        seen.append((args[4] if len(args) > 4 else None, solved.cut_off))
         return solved
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     return seen
 
 
@@ -84,7 +89,7 @@ def test_a_cutoff_nothing_reaches_gives_a_certified_bracket(norm, monkeypatch):
     query = Query(net, box, norm_kind, np.ones(1))
     found = attack_witness(query, Policy.current(), 0)
     assert found is not None and found.norm_value == pytest.approx(truth.value, rel=1e-9)
-    monkeypatch.setattr(lipschitz_module, "below", lambda value: value * (1 + 1e-3))
+    monkeypatch.setattr(mip_module, "below", lambda value: value * (1 + 1e-3))
     seen = _spy_on_cutoffs(monkeypatch)
     res = lipschitz(
         net, box, norm=norm, split=False, regions=False, attack=True, formulation="backward",
@@ -137,12 +142,13 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
     assert "attack" not in res.timings
     seen: dict[str, dict] = {}
 
-    def fake_race(network, domain, entries, time_limit, stop_when=None):
+    def fake_race(network, domain, entries, time_limit, stop_when=None, run=None):
         seen.update(entries)
         raise lipschitz_module.SolverError("stopped by the test")
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", fake_race)
-    monkeypatch.setattr(lipschitz_module, "worker_count", lambda *args: 2)
+    monkeypatch.setattr(race_module, "race_answers", fake_race)
+    two_cores = Facts(cores=2, fork=True, solvers=frozenset({"highs", "scip"}))
+    monkeypatch.setattr(driver_module, "here", lambda policy: two_cores)
     monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
     try:
         lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
@@ -167,7 +173,7 @@ def test_attack_start_with_a_constant_gradient(norm, formulation):
     stable = random_network(rng, [3, 5, 1])
     cases = [
         (linear, Box(np.zeros(3), np.ones(3)), np.array([1.0, -1.0])),
-        (stable, lipschitz_module.LinfBall(np.full(3, 0.5), 1e-6), np.ones(1)),
+        (stable, LinfBall(np.full(3, 0.5), 1e-6), np.ones(1)),
     ]
     for net, domain, c in cases:
         truth = dual_norm(net.gradients(domain.sample(1, rng), c)[0], norm)

@@ -21,6 +21,7 @@ from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+refine_module = importlib.import_module("lipopt.strategies.refine")
 policy_module = importlib.import_module("lipopt.policy")
 
 
@@ -38,13 +39,13 @@ def _stand_in(monkeypatch, point: np.ndarray, value: float) -> list[dict]:
 
 def _spy_on_cutoffs(monkeypatch) -> list[float | None]:
     seen: list[float | None] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
-        seen.append(args[12] if len(args) > 12 else None)
+        seen.append(args[4] if len(args) > 4 else None)
         return real(*args)
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     return seen
 
 

@@ -10,14 +10,18 @@ import numpy as np
 import pytest
 
 from lipopt import Box, lipschitz
+from lipopt.driver import context, solve_entry
 from lipopt.norms import dual_norm
-from lipopt.race import DECISIVE_RATIO, EARLY_LEADER_AFTER, race_answers, racer_stop
+from lipopt.policy import Policy
+from lipopt.race import DECISIVE_RATIO, EARLY_LEADER_AFTER, race_answers
 from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.test_race import race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+race_module = importlib.import_module("lipopt.race")
+race_strategy = importlib.import_module("lipopt.strategies.race")
 policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
@@ -25,7 +29,7 @@ needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two 
 
 def test_the_rule_waits_for_its_time_and_a_clear_lead():
     said: list[str] = []
-    decisive = lipschitz_module._decisive(said.append)
+    decisive = race_strategy.decisive(said.append)
     clear = {"forward (highs)": 10.0, "backward (scip)": 10.0 * DECISIVE_RATIO + 0.01}
     assert not decisive(EARLY_LEADER_AFTER - 0.1, clear)  # too early
     close = {"forward (highs)": 10.0, "backward (scip)": 10.0 * DECISIVE_RATIO - 0.01}
@@ -38,7 +42,9 @@ def test_the_rule_waits_for_its_time_and_a_clear_lead():
 
 
 def test_no_racer_hook_outside_a_racer():
-    assert racer_stop() is None
+    """The hook travels in the context: a user's query has none (only a racer's process gets
+    one, from the race)."""
+    assert context(None, Policy.current()).stop is None
 
 
 def _hard_problem():
@@ -61,7 +67,10 @@ def test_stop_when_stops_both_racers_with_sound_bounds():
         seen.append((seconds, bounds))
         return all(np.isfinite(b) for b in bounds.values())
 
-    winner, answers = race_answers(net, box, entries, 120, stop_when=once_both_report)
+    def run(name, entry, stop):  # each racer's process: its question, reporting to its hook
+        return solve_entry(net, box, entry, stop)
+
+    winner, answers = race_answers(net, box, entries, 120, stop_when=once_both_report, run=run)
     assert winner is None and set(answers) == set(entries)
     stopped_at = seen[-1][0]
     assert stopped_at < 60, "the racers were not stopped when asked"
@@ -79,14 +88,14 @@ def test_stop_when_stops_both_racers_with_sound_bounds():
 def test_split_leader_races_with_the_early_rule_and_without_it_none(monkeypatch):
     seen: list[object] = []
 
-    def fake(network, domain, entries, time_limit, stop_when=None):
+    def fake(network, domain, entries, time_limit, stop_when=None, run=None):
         seen.append(stop_when)
         return next(iter(entries)), {
             name: lipschitz_module.lipschitz(network, domain, **dict(entry, time_limit=None))
             for name, entry in list(entries.items())[:1]
         }
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", fake)
+    monkeypatch.setattr(race_module, "race_answers", fake)
     net = random_network(np.random.default_rng(5), [3, 10, 10, 2])
     box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
     monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)

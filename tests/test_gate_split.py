@@ -18,6 +18,7 @@ from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+refine_module = importlib.import_module("lipopt.strategies.refine")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")
 
@@ -27,16 +28,16 @@ LINF_CASES = [case for case, (_, _, norm) in enumerate(SCALAR_CASES) if norm == 
 def _spy_on_halves(monkeypatch) -> list[tuple[int, float, float | None]]:
     """Record (neuron, fixed gate value, cutoff) of every half solved in this process."""
     seen: list[tuple[int, float, float | None]] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
-        lip, cutoff = args[4], args[12]
+        lip, cutoff = args[0].lip, args[4]
         fixed = [(i, gate.value) for i, gate in lip.activations[0].items() if gate.fixed]
         assert len(fixed) == 1, "a half fixes exactly one first-layer gate"
         seen.append((fixed[0][0], fixed[0][1], cutoff))
         return real(*args)
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     return seen
 
 
@@ -128,15 +129,15 @@ def test_gate_split_on_two_processes_equals_brute_force(case, formulation):
 def _spy_on_halves_or_whole(monkeypatch) -> list[bool]:
     """Record, for every MIP solved in this process, whether a first-layer gate was fixed."""
     seen: list[bool] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
-        lip = args[4]
+        lip = args[0].lip
         gates = lip.activations[0] if lip.activations else {}
         seen.append(any(gate.fixed for gate in gates.values()))
         return real(*args)
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     return seen
 
 

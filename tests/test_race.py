@@ -17,6 +17,7 @@ from tests.oracle import brute_force_lipschitz, from_lipopt
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+race_module = importlib.import_module("lipopt.race")
 policy_module = importlib.import_module("lipopt.policy")
 
 pytestmark = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
@@ -28,16 +29,23 @@ def race_at_once(monkeypatch):
     monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
 
 
+def _through_driver(net, box):
+    """What a racer's process runs: its entry, planned and run by the driver."""
+    from lipopt.driver import solve_entry
+
+    return lambda name, entry, stop: solve_entry(net, box, entry, stop)
+
+
 def _spy_on_race(monkeypatch) -> dict[str, dict]:
     """Record the entries of every race lipschitz() starts."""
     seen: dict[str, dict] = {}
-    real_race = lipschitz_module.race_answers
+    real_race = race_module.race_answers
 
-    def spy(network, domain, entries, time_limit, stop_when=None):
+    def spy(network, domain, entries, time_limit, stop_when=None, run=None):
         seen.update(entries)
-        return real_race(network, domain, entries, time_limit, stop_when=stop_when)
+        return real_race(network, domain, entries, time_limit, stop_when=stop_when, run=run)
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", spy)
+    monkeypatch.setattr(race_module, "race_answers", spy)
     return seen
 
 
@@ -158,9 +166,13 @@ def test_no_race_for_a_subprocess_solver_or_inside_a_daemonic_worker():
 
 def test_auto_solver_races_the_backward_model_on_scip_and_the_forward_on_highs(monkeypatch):
     from lipopt.formulation.build import Formulation
+    from lipopt.plan import facts_here, race_solver
+    from lipopt.policy import Policy
     from lipopt.solvers import registry
 
-    pick = lipschitz_module._race_solver
+    def pick(solver, form):  # the machine's facts as they are at each call
+        return race_solver(solver, form, facts_here(frozenset({"highs", "scip"})), Policy.current())
+
     assert pick("auto", Formulation.FORWARD) == "highs"
     assert pick(" AUTO ", Formulation.BACKWARD) == "scip"
     assert pick("highs", Formulation.BACKWARD) == "highs"  # a named solver solves both
@@ -201,7 +213,7 @@ def test_one_racers_error_does_not_stop_the_other():
         "broken": dict(base, formulation="backward", bounds="no-such-bounds"),
         "good": dict(base, formulation="forward"),
     }
-    name, answers = race_answers(net, box, entries, time_limit=60)
+    name, answers = race_answers(net, box, entries, time_limit=60, run=_through_driver(net, box))
     res = answers[name]
     assert name == "good" and res.status == "optimal"
     assert res.value == pytest.approx(alone.value, rel=1e-6)
@@ -216,7 +228,7 @@ def test_every_racer_failing_raises_the_first_error():
         "second": dict(base, formulation="forward", bounds="no-such-bounds"),
     }
     with pytest.raises(ValueError, match="unknown bound method"):
-        race_answers(net, box, entries, time_limit=60)
+        race_answers(net, box, entries, time_limit=60, run=_through_driver(net, box))
 
 
 def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
@@ -233,15 +245,17 @@ def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
             os._exit(3)  # the racer's process ends without answering
         return real(network, domain, **kwargs)
 
-    monkeypatch.setattr(lipschitz_module, "lipschitz", dies_on_forward)  # the racers are forks
+    def run(name, entry, stop):  # what each racer's (forked) process runs
+        return dies_on_forward(net, box, **entry)
+
     entries = {
         "dies": dict(base, formulation="forward"),
         "lives": dict(base, formulation="backward"),
     }
-    name, answers = race_answers(net, box, entries, time_limit=60)
+    name, answers = race_answers(net, box, entries, time_limit=60, run=run)
     assert name == "lives" and answers[name].status == "optimal"
     with pytest.raises(SolverError, match="'dies' ended without an answer"):
-        race_answers(net, box, {"dies": entries["dies"]}, time_limit=60)
+        race_answers(net, box, {"dies": entries["dies"]}, time_limit=60, run=run)
 
 
 def test_a_problem_that_looks_hard_races_at_once(monkeypatch):

@@ -25,6 +25,7 @@ BOX_CASES = [i for i, case in enumerate(SCALAR_CASES) if not isinstance(case[1],
 # inputs of 5 and 6 dimensions: where regions="auto" is on (no domain split)
 #: the module (``lipopt.lipschitz`` the attribute is the function of that name)
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+region_strategy = importlib.import_module("lipopt.strategies.region_search")
 policy_module = importlib.import_module("lipopt.policy")
 regions_module = importlib.import_module("lipopt.regions")
 
@@ -153,13 +154,13 @@ def test_search_projected_past_its_limit_gives_up_with_a_sound_bracket():
 
 def test_auto_search_gives_up_early_only_where_most_neurons_are_unstable(monkeypatch):
     seen = []
-    original = lipschitz_module.search_regions
+    original = region_strategy.search_regions
 
     def spy(*args, **kwargs):
         seen.append(args[6])  # the RegionOptions
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(lipschitz_module, "search_regions", spy)
+    monkeypatch.setattr(region_strategy, "search_regions", spy)
     net = random_network(np.random.default_rng(0), [8, 16, 16, 2])  # 30 of 32 unstable
     box = Box(np.zeros(8), np.ones(8))
     lipschitz(net, box, norm="l1", c=[1.0, -1.0], workers=1)
@@ -317,7 +318,7 @@ def test_handover_note_says_how_the_mip_ended(mip_status, lower, ending, status)
         c=None,
     )  # fmt: skip
     found = RegionSearch(1.5, np.ones(2), 3.0, False, 4000, 4000, 10, 2.5)
-    merged = lipschitz_module._with_region_bounds(mip, found, {"regions": 2.5})
+    merged = region_strategy.with_region_bounds(mip, found, {"regions": 2.5})
     assert merged.message.endswith(f"region search stopped after 4000 nodes; {ending}")
     assert merged.status == status and merged.timings == {"solve": 1.0, "regions": 2.5}
     assert merged.lower == max(lower, 1.5)  # the better attained value of the two

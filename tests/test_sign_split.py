@@ -18,6 +18,7 @@ from tests.test_race import _spy_on_race
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+refine_module = importlib.import_module("lipopt.strategies.refine")
 policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")
@@ -28,10 +29,10 @@ LINF_CASES = [case for case, (_, _, norm) in enumerate(SCALAR_CASES) if norm == 
 def _spy_on_halves(monkeypatch) -> list[tuple[int, float, float | None, bool]]:
     """Record (entry, fixed sign, cutoff, cut_off) of every half solved in this process."""
     seen: list[tuple[int, float, float | None, bool]] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
-        lip, cutoff = args[4], args[12]
+        lip, cutoff = args[0].lip, args[4]
         signs = lip.model.component("g_sign")
         fixed = [(j, signs[j].value) for j in signs if signs[j].fixed] if signs else []
         solved = real(*args)
@@ -39,7 +40,7 @@ def _spy_on_halves(monkeypatch) -> list[tuple[int, float, float | None, bool]]:
         seen.append((fixed[0][0], fixed[0][1], cutoff, solved.cut_off))
         return solved
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     return seen
 
 

@@ -20,6 +20,10 @@ from tests.test_race import _spy_on_race, race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
+driver_module = importlib.import_module("lipopt.driver")
+race_strategy = importlib.import_module("lipopt.strategies.race")
+race_module = importlib.import_module("lipopt.race")
+refine_module = importlib.import_module("lipopt.strategies.refine")
 policy_module = importlib.import_module("lipopt.policy")
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
@@ -33,7 +37,7 @@ def _unfinished_race(monkeypatch, looser: dict[str, float]) -> dict[str, dict]:
     (still a sound bound, only a weaker one) and no witness. Records the racers' entries."""
     seen: dict[str, dict] = {}
 
-    def fake(network, domain, entries, time_limit, stop_when=None):
+    def fake(network, domain, entries, time_limit, stop_when=None, run=None):
         seen.update(entries)
         answers = {}
         for name, entry in entries.items():
@@ -45,21 +49,21 @@ def _unfinished_race(monkeypatch, looser: dict[str, float]) -> dict[str, dict]:
             )  # fmt: skip
         return None, answers
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", fake)
+    monkeypatch.setattr(race_module, "race_answers", fake)
     return seen
 
 
 def _spy_on_leader_solves(monkeypatch) -> list[dict]:
-    """Record the keyword arguments of every lipschitz() call the leader's split makes."""
+    """Record the keyword arguments of every sub-question the leader's split asks the driver."""
     calls: list[dict] = []
-    real = lipschitz_module.lipschitz
+    real = driver_module.Driver.solve
 
-    def spy(network, domain, norm="linf", c=None, **kwargs):
-        if kwargs.get("gate_split") or kwargs.get("sign_split"):
-            calls.append(kwargs)
-        return real(network, domain, norm, c, **kwargs)
+    def spy(self, query, arguments, ctx):
+        if arguments.get("gate_split") or arguments.get("sign_split"):
+            calls.append(arguments)
+        return real(self, query, arguments, ctx)
 
-    monkeypatch.setattr(lipschitz_module, "lipschitz", spy)
+    monkeypatch.setattr(driver_module.Driver, "solve", spy)
     return calls
 
 
@@ -105,7 +109,7 @@ def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
     point = domain.sample(1, np.random.default_rng(0))[0]
     value = float(dual_norm(net.gradients(point, c), norm))
 
-    def fake(network, domain, entries, time_limit, stop_when=None):
+    def fake(network, domain, entries, time_limit, stop_when=None, run=None):
         seen.update(entries)
         answers = {}
         for name, entry in entries.items():
@@ -116,7 +120,7 @@ def test_the_leader_split_starts_from_the_racers_best_point(monkeypatch):
             )  # fmt: skip
         return None, answers
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", fake)
+    monkeypatch.setattr(race_module, "race_answers", fake)
     calls = _spy_on_leader_solves(monkeypatch)
     said: list[str] = []
     # without the attack, the racers' point is the split's only cutoff
@@ -136,7 +140,7 @@ def test_racers_that_close_the_gap_together_are_not_split(monkeypatch):
     no split runs."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
 
-    def fake(network, domain, entries, time_limit, stop_when=None):
+    def fake(network, domain, entries, time_limit, stop_when=None, run=None):
         answers = {}
         for n, (name, entry) in enumerate(entries.items()):
             solved = lipschitz_module.lipschitz(network, domain, **dict(entry, time_limit=None))
@@ -149,7 +153,7 @@ def test_racers_that_close_the_gap_together_are_not_split(monkeypatch):
             )  # fmt: skip
         return None, answers
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", fake)
+    monkeypatch.setattr(race_module, "race_answers", fake)
     calls = _spy_on_leader_solves(monkeypatch)
     res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
     assert not calls and "closed the gap" in res.message
@@ -164,14 +168,14 @@ def test_a_failed_split_answers_with_the_racers_bounds(monkeypatch):
     failed split's time is counted."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
     _unfinished_race(monkeypatch, {"forward": 1.5, "backward": 3.0})
-    real = lipschitz_module._Raced.solve
+    real = race_strategy._Raced.solve
 
     def fails_when_split(self, **overrides):
         if overrides.get("gate_split") or overrides.get("sign_split"):
             raise lipschitz_module.SolverError("stopped by the test")
         return real(self, **overrides)
 
-    monkeypatch.setattr(lipschitz_module._Raced, "solve", fails_when_split)
+    monkeypatch.setattr(race_strategy._Raced, "solve", fails_when_split)
     res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
     assert "split failed (stopped by the test)" in res.message
     assert res.status == "time_limit"
@@ -187,16 +191,16 @@ def test_no_bound_by_the_decision_races_for_the_time_left(monkeypatch):
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
     limits: list[set] = []  # the racers' own time limits, race by race
     waits: list[float | None] = []  # how long each race waits for its racers
-    real = lipschitz_module.race_answers
+    real = race_module.race_answers
 
-    def first_fails(network, domain, entries, time_limit, stop_when=None):
+    def first_fails(network, domain, entries, time_limit, stop_when=None, run=None):
         limits.append({entry["time_limit"] for entry in entries.values()})
         waits.append(time_limit)
         if len(limits) == 1:
             raise lipschitz_module.NoBoundError("no bound yet (the test)")
-        return real(network, domain, entries, time_limit, stop_when=stop_when)
+        return real(network, domain, entries, time_limit, stop_when=stop_when, run=run)
 
-    monkeypatch.setattr(lipschitz_module, "race_answers", first_fails)
+    monkeypatch.setattr(race_module, "race_answers", first_fails)
     said: list[str] = []
     res = lipschitz(
         net, domain, norm=norm, c=c, split=False, regions=False, time_limit=120,
@@ -259,13 +263,13 @@ def test_a_start_point_keeps_the_answer_exact(case, formulation, monkeypatch):
     net, domain, norm, c, truth, rng = scalar_case(case)
     point = domain.sample(1, rng)[0]
     cuts: list[float | None] = []
-    real = lipschitz_module._solve_refined
+    real = refine_module.solve_refined
 
     def spy(*args):
-        cuts.append(args[12])
+        cuts.append(args[4])
         return real(*args)
 
-    monkeypatch.setattr(lipschitz_module, "_solve_refined", spy)
+    monkeypatch.setattr(refine_module, "solve_refined", spy)
     said: list[str] = []
     res = lipschitz(
         net, domain, norm=norm, c=c, formulation=formulation, split=False, regions=False,

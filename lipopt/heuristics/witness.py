@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import Seed
+from lipopt.bracket import closed
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
@@ -45,9 +46,11 @@ def below(value: float) -> float:
     return value - 1e-6 * max(1.0, abs(value))
 
 
-def closed(upper: float, lower: float | None) -> bool:
-    """An upper bound and an attained value meet: within 1e-6 relative (at least absolute)."""
-    return lower is not None and upper - lower <= 1e-6 * max(1.0, abs(upper))
+def attains(upper: float, witness: Witness | None) -> bool:
+    """The one certification rule: a witness in a full-dimensional region (margin LP) attains
+    ``upper``, so ``upper`` is the constant, for any network. Each strategy adds its own
+    condition that ``upper`` is proven optimal (a finished solve, a complete search)."""
+    return witness is not None and witness.certified_pattern and closed(upper, witness.norm_value)
 
 
 def best_witness(

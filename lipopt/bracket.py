@@ -1,0 +1,112 @@
+"""A strategy's answer: a proven upper bound and an attained lower bound, with how it was found.
+
+Two ways to combine answers (used by the driver and the strategies):
+
+* **meet** — several certificates of the *same* question (the race's racers, the region search
+  and the MIP after it): the smallest proven upper bound and the largest attained lower bound
+  (:func:`meet`);
+* **union** — a cover of the question by parts whose largest maximum is the answer (the domain
+  split's parts, the ℓ1 candidates, the halves of a split): the largest part bound, the best
+  witness (:class:`lipopt.strategies.pieces.Pieces`, :mod:`lipopt.split`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from lipopt.formulation import LipschitzModel
+
+FloatArray = NDArray[np.float64]
+
+#: statuses of an answer that finished: optimal, or within the requested gap
+FINISHED = ("optimal", "gap_limit")
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """What one strategy proved about ``L``: ``lower <= L <= upper``.
+
+    Attributes:
+        upper: proven upper bound.
+        lower: a value attained at ``witness`` (recomputed in numpy), or None.
+        witness: the input where ``lower`` is attained.
+        status: ``optimal``, ``gap_limit``, ``time_limit``, ``interrupted`` or ``relaxation``.
+        exact_certified: ``upper`` is attained on a full-dimensional region
+            (:func:`lipopt.heuristics.witness.attains`).
+        model_stats, timings, solver, nodes, refinements, message: as in
+            :class:`lipopt.LipschitzResult`.
+        model: the Pyomo model solved (None where it lives in another process).
+    """
+
+    upper: float
+    lower: float | None
+    witness: FloatArray | None
+    status: str
+    exact_certified: bool
+    model_stats: dict[str, int]
+    timings: dict[str, float]
+    solver: str
+    nodes: int | None = None
+    refinements: int = 0
+    message: str = ""
+    model: LipschitzModel | None = None
+
+    @property
+    def value(self) -> float:
+        """The proven upper bound (as :attr:`lipopt.LipschitzResult.value`)."""
+        return self.upper
+
+    @property
+    def gap(self) -> float | None:
+        if self.lower is None:
+            return None
+        return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
+
+
+def closed(upper: float, lower: float | None) -> bool:
+    """An upper bound and an attained value meet: within 1e-6 relative (absolute below 1)."""
+    return lower is not None and abs(upper - lower) <= 1e-6 * max(1.0, abs(upper))
+
+
+def meet(results: list[Any]) -> Any:
+    """One answer from several certified answers to the same question: the smallest upper bound,
+    the largest attained lower bound (and its witness); optimal when they meet."""
+    # ties go to a finished (optimal or gap-limited) and certified answer
+    best_upper = min(results, key=lambda r: (r.upper, r.status not in FINISHED))
+    with_lower = [r for r in results if r.lower is not None]
+    best_lower = max(with_lower, key=lambda r: (r.lower, r.exact_certified), default=None)
+    if best_lower is None:
+        return best_upper
+    upper = max(best_upper.upper, best_lower.lower)
+    met = closed(upper, best_lower.lower)
+    changes = dict(
+        upper=upper,
+        lower=best_lower.lower,
+        witness=best_lower.witness,
+        status="optimal" if met else best_upper.status,
+        exact_certified=met and best_lower.exact_certified,
+    )
+    if "value" in {f.name for f in fields(best_upper)}:  # a LipschitzResult: value = upper
+        changes["value"] = upper
+    return replace(best_upper, **changes)
+
+
+def noted(bracket: Bracket, timings: dict[str, float], note: str, say: Any) -> Bracket:
+    """``bracket`` with the whole step's ``timings`` and ``note`` (said, and added to its
+    message), without a model (that of a racer or of a split stays in its process)."""
+    say(note)
+    message = f"{bracket.message}; {note}" if bracket.message else note
+    return replace(bracket, timings=timings, message=message, model=None)
+
+
+def add_timings(into: dict[str, float], more: dict[str, float]) -> dict[str, float]:
+    """``into`` with each stage of ``more`` added (a new dict)."""
+    merged = dict(into)
+    for key, value in more.items():
+        merged[key] = merged.get(key, 0.0) + value
+    return merged

@@ -1,0 +1,132 @@
+"""The driver: runs a plan's nodes, each by its strategy, and builds the one result users see.
+
+``answer(...)`` is the life of one query: check it (:func:`lipopt.config.configure`), plan it
+(:func:`lipopt.plan.plan`), run the plan (:meth:`Driver.run`, dispatching on the node's type),
+and turn the :class:`~lipopt.bracket.Bracket` into a :class:`~lipopt.result.LipschitzResult`
+(:func:`to_result`, the only place one is built). Strategies ask sub-questions through the
+:class:`Driver` they receive in their context, never through the public facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lipopt.bracket import Bracket
+from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
+from lipopt.domain import Domain
+from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm
+from lipopt.plan import DomainSplit, Mip, Node, Race, RegionSearch, facts_here, plan
+from lipopt.policy import Policy
+from lipopt.progress import Say, silent
+from lipopt.query import Query
+from lipopt.result import LipschitzResult
+from lipopt.strategies.context import Context, StopHook
+from lipopt.strategies.domain_split import run_domain_split
+from lipopt.strategies.mip import run_mip
+from lipopt.strategies.race import run_race
+from lipopt.strategies.region_search import run_regions
+
+Strategy = Callable[[Any, Query, "float | None", Context], Bracket]
+
+#: node type -> the strategy that runs it
+STRATEGIES: dict[type, Strategy] = {
+    Mip: run_mip,
+    RegionSearch: run_regions,
+    DomainSplit: run_domain_split,
+    Race: run_race,
+}
+
+
+class Driver:
+    """Runs nodes and sub-questions (the strategies' :class:`~lipopt.strategies.context.Runner`)."""
+
+    def run(self, node: Node, query: Query, limit: float | None, ctx: Context) -> Bracket:
+        """Run ``node`` by its strategy within ``limit`` seconds."""
+        return STRATEGIES[type(node)](node, query, limit, ctx)
+
+    def solve(self, query: Query, arguments: dict[str, Any], ctx: Context) -> Bracket:
+        """Check, plan and run ``query`` under ``arguments`` (:func:`lipopt.lipschitz`'s
+        keywords, unset ones at their defaults); ``arguments["time_limit"]`` is its limit."""
+        levers = {**LEVER_DEFAULTS, **arguments}
+        query, config = configure(
+            query.network, query.domain, query.norm, objective(query), levers,
+            ctx.policy.auto_race_norms,
+        )  # fmt: skip
+        node = plan(query, config, here(ctx.policy), ctx.policy)
+        return self.run(node, query, config.time_limit, ctx)
+
+
+DRIVER = Driver()
+
+
+def objective(query: Query) -> tuple[Any, OutputNorm | None]:
+    """``(c, output_norm)`` of a checked query."""
+    return (None, query.seed) if isinstance(query.seed, OutputNorm) else (query.seed, None)
+
+
+def here(policy: Policy) -> Any:
+    """This machine's facts, for the solvers a plan may pick by itself."""
+    return facts_here(frozenset(policy.auto_race_solvers.values()))
+
+
+def context(progress: Say | None, policy: Policy, stop: StopHook | None = None) -> Context:
+    """The context of a query asked by a user (no racer hook outside a racer)."""
+    return Context(progress or silent, policy, DRIVER, stop)
+
+
+def answer(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str,
+    objective_args: tuple[Any, Any],
+    levers: dict[str, Any],
+    progress: Say | None,
+) -> LipschitzResult:
+    """The life of one query: check, plan, run, and the result."""
+    policy = Policy.current()
+    query, config = configure(network, domain, norm, objective_args, levers, policy.auto_race_norms)
+    node = plan(query, config, here(policy), policy)
+    bracket = DRIVER.run(node, query, config.time_limit, context(progress, policy))
+    return to_result(bracket, query)
+
+
+def solve_entry(
+    network: Network, domain: Domain, entry: dict[str, Any], stop: StopHook | None = None
+) -> Bracket:
+    """A racer's question as :func:`lipopt.lipschitz`'s keywords (with ``norm`` and ``c``),
+    silently, its MIPs reporting to ``stop`` (what a race's racer runs)."""
+    arguments = {k: v for k, v in entry.items() if k not in ("norm", "c", "output_norm")}
+    policy = Policy.current()
+    query, config = configure(
+        network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),
+        {**LEVER_DEFAULTS, **arguments}, policy.auto_race_norms,
+    )  # fmt: skip
+    node = plan(query, config, here(policy), policy)
+    return DRIVER.run(node, query, config.time_limit, context(None, policy, stop))
+
+
+def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
+    """The one place a :class:`LipschitzResult` is built: ``value`` is the proven upper bound."""
+    return LipschitzResult(
+        value=bracket.upper,
+        lower=bracket.lower,
+        upper=bracket.upper,
+        status=bracket.status,
+        witness=bracket.witness,
+        exact_certified=bracket.exact_certified,
+        model_stats=bracket.model_stats,
+        timings=bracket.timings,
+        solver=bracket.solver,
+        norm=query.norm.value,
+        c=query.c,
+        output_norm=query.output_norm,
+        nodes=bracket.nodes,
+        refinements=bracket.refinements,
+        message=bracket.message,
+        model=bracket.model,
+    )
+
+
+__all__ = ["DRIVER", "Driver", "SolveConfig", "answer", "solve_entry", "to_result"]

@@ -1,0 +1,63 @@
+"""A plan as indented text: what will run, in order, before anything is solved."""
+
+from __future__ import annotations
+
+from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, RegionSearch
+
+
+def describe(node: Node, indent: str = "") -> str:
+    """One line per node, children indented under the node that runs them."""
+    return "\n".join(_lines(node, indent))
+
+
+def _lines(node: Node, indent: str) -> list[str]:
+    if isinstance(node, Mip):
+        return [indent + _mip(node)]
+    if isinstance(node, RegionSearch):
+        limit = node.options.node_limit
+        lines = [f"{indent}region search ({limit} nodes, {node.bounds} bounds)"]
+        if node.race_now is not None:
+            lines += [f"{indent}  if it looks hard after bounds:"]
+            lines += _lines(node.race_now, indent + "    ")
+        if node.fallback is not None:
+            lines += [f"{indent}  if unfinished:"]
+            lines += _lines(node.fallback, indent + "    ")
+        return lines
+    if isinstance(node, DomainSplit):
+        lines = [f"{indent}domain split (leaves of {node.options.leaf_unstable} unstable, "
+                 f"{node.options.workers} process(es)), each part:"]  # fmt: skip
+        return lines + _lines(node.part, indent + "  ")
+    return _race(node, indent)
+
+
+def _mip(node: Mip) -> str:
+    config = node.config
+    parts = [
+        f"{node.formulation.value} {'MIP' if config.exact else 'LP relaxation'} on {node.solver}"
+    ]
+    extras = [
+        ("decomposed", node.decompose),
+        ("gate products", node.decompose and node.products),
+        ("sub-network tangents", node.subnets),
+        ("attack first", node.attack),
+        (f"{node.split} split", node.split is not None),
+        ("start point", config.start_point is not None),
+        (f"workers={config.workers}", config.workers is not None),
+    ]
+    parts += [label for label, on in extras if on]
+    return ", ".join(parts)
+
+
+def _race(node: Race, indent: str) -> list[str]:
+    lines = []
+    if node.probe:
+        lines.append(f"{indent}probe: backward MIP alone for race_after seconds")
+    if node.instead:
+        racer = next(r for r in node.racers if r.formulation.value == "backward")
+        lines.append(f"{indent}then: backward MIP on {racer.solver}, sign split (no race)")
+        return lines
+    racers = ", ".join(r.name + (" after region search" if r.regions else "") for r in node.racers)
+    lines.append(f"{indent}race: {racers}")
+    if node.split_leader:
+        lines.append(f"{indent}  unfinished at the decision: the leader split in halves")
+    return lines

@@ -1,0 +1,103 @@
+"""The nodes of a plan: which strategy answers a query, with what, and what runs after it.
+
+A plan is a small tree of frozen values made by :func:`lipopt.plan.plan` before anything is
+solved; :mod:`lipopt.driver` runs it. Decisions that need a solve first (does the problem look
+hard after bounds, who leads the race, how much time is left) are named guards inside the
+strategies, with their thresholds in the :class:`~lipopt.policy.Policy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from lipopt.config import SolveConfig
+from lipopt.formulation.build import Formulation
+from lipopt.regions import RegionOptions
+from lipopt.split import SplitOptions
+
+
+@dataclass(frozen=True)
+class Mip:
+    """One model maximised: bounds, build, start points, then the model whole, or as a union
+    (``decompose``: one MIP per ℓ1 candidate; ``split``: two halves, ``"sign"`` or ``"gate"``).
+
+    Attributes:
+        config: the options (``formulation`` resolved, ``decompose`` a bool).
+        solver: the adapter's name.
+        subnets: bound the forward model's tangents by sub-network constants first.
+        attack: the gradient attack and pattern climb give the first cutoff.
+        products: the ℓ1 candidates of two hidden layers maximised as gate products.
+    """
+
+    config: SolveConfig
+    solver: str
+    decompose: bool
+    subnets: bool
+    attack: bool
+    split: str | None
+    products: bool
+
+    @property
+    def formulation(self) -> Formulation:
+        assert self.config.formulation is not None
+        return self.config.formulation
+
+
+@dataclass(frozen=True)
+class RegionSearch:
+    """The linear regions searched directly (:mod:`lipopt.regions`).
+
+    Attributes:
+        options: the search's limits (``regions="auto"``: raised at run time where few neurons
+            are unstable).
+        bounds: the bound propagation method.
+        fallback: ``regions="auto"``: what answers after an unfinished search (its bounds kept).
+        race_now: where the formulations race: raced at once instead of searching when the
+            problem looks hard after bounds (``auto_region_unstable_share`` of the policy).
+    """
+
+    options: RegionOptions
+    bounds: str
+    fallback: Node | None = None
+    race_now: Race | None = None
+
+
+@dataclass(frozen=True)
+class DomainSplit:
+    """Branch and bound on the input box (:mod:`lipopt.split`); each part answered by ``part``."""
+
+    options: SplitOptions
+    part: Mip
+
+
+@dataclass(frozen=True)
+class Racer:
+    """One racer: its model, solver, and whether it searches regions before its MIP."""
+
+    name: str
+    formulation: Formulation
+    solver: str
+    regions: bool | str
+
+
+@dataclass(frozen=True)
+class Race:
+    """The two formulations raced on two processes (:mod:`lipopt.strategies.race`).
+
+    Attributes:
+        config: the caller's options (the base of every sub-question).
+        probe: first the backward model alone for ``race_after`` seconds.
+        racers: the two racers.
+        instead: ``sign_split``: the backward model split on a gradient sign instead of racing.
+        split_leader: stop the racers at the decision and split the leader.
+    """
+
+    config: SolveConfig
+    probe: bool
+    racers: tuple[Racer, ...]
+    instead: bool
+    split_leader: bool
+
+
+Node = Union[Mip, RegionSearch, DomainSplit, Race]

@@ -1,0 +1,147 @@
+"""``plan(query, config, facts, policy) -> Node``: the levers turned into a tree of strategies.
+
+Pure: no solver runs, nothing is built, so every combination of flags and machine facts can be
+tested on its own. The decisions, in order:
+
+1. ``split="auto"``: split the domain of boxes of at most ``auto_split_max_dim`` inputs;
+   ``decompose="auto"``: decompose the ℓ1 objective from ``auto_decompose_min_dim`` inputs
+   (never for the forward model); ``regions="auto"`` is off where the domain is split.
+2. The region search where asked (``True``), or tried first (``"auto"``: exact mode, a fixed
+   c, a box or ℓ∞ ball), with the rest of the plan as its fallback, and where the formulations
+   race, the race at once as its guard for problems that look hard.
+3. The domain split (exact mode, boxes and ℓ∞ balls), each part a MIP.
+4. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
+   ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
+"""
+
+from __future__ import annotations
+
+from lipopt.config import SolveConfig, regions_applicable
+from lipopt.domain import Box, LinfBall
+from lipopt.formulation.build import Formulation
+from lipopt.norms import InputNorm
+from lipopt.plan.facts import Facts
+from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
+from lipopt.policy import Policy
+from lipopt.query import Query
+from lipopt.regions import RegionOptions
+from lipopt.solvers.registry import AUTO_ADAPTER, is_auto
+from lipopt.split import SplitOptions
+
+
+def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
+    """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
+    config = _resolved(query, config, policy)
+    racing = config.formulation is None and (
+        facts.processes(adapter_name(config.solver), config.workers, 2) >= 2
+    )
+    options = region_options(config, query, policy)
+    if options is not None:
+        if config.regions != "auto":
+            return RegionSearch(options, config.bounds)
+        fallback = plan(query, config.but(regions=False), facts, policy)
+        race_now = _race(config, facts, policy, probe=False) if racing else None
+        return RegionSearch(options, config.bounds, fallback, race_now)
+    if config.split and config.exact and isinstance(query.domain, (Box, LinfBall)):
+        split = SplitOptions() if config.split is True else config.split
+        return DomainSplit(split, _mip(query, _part_config(config, split)))
+    if config.formulation is None:
+        if racing:
+            return _race(config, facts, policy, probe=True)
+        config = config.but(formulation=Formulation.BACKWARD)
+    return _mip(query, config)
+
+
+def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
+    """``split``, ``decompose`` and ``regions`` with their ``"auto"`` decided."""
+    split, decompose, regions = config.split, config.decompose, config.regions
+    if split == "auto":
+        split = query.network.input_dim <= policy.auto_split_max_dim
+    if decompose == "auto":
+        decompose = query.network.input_dim >= policy.auto_decompose_min_dim
+    if config.formulation is Formulation.FORWARD:
+        decompose = False  # the forward model has no selection binaries to remove
+    if regions == "auto" and split:
+        regions = False  # low dimension: domain splitting already isolates the regions
+    return config.but(split=split, decompose=decompose, regions=regions)
+
+
+def region_options(config: SolveConfig, query: Query, policy: Policy) -> RegionOptions | None:
+    """The region search's limits, or None when it is off or (for "auto") not applicable."""
+    regions = config.regions
+    if regions is False:
+        return None
+    if regions == "auto":
+        if not regions_applicable(config, query):
+            return None
+        return RegionOptions(
+            node_limit=policy.auto_region_nodes,
+            projected_limit=policy.auto_region_projected_limit,
+        )
+    return regions if isinstance(regions, RegionOptions) else RegionOptions()
+
+
+def _part_config(config: SolveConfig, split: SplitOptions) -> SolveConfig:
+    """The options of each part of a domain split."""
+    return config.but(
+        split=False,
+        regions=False,
+        formulation=config.formulation or Formulation.BACKWARD,
+        # many small parts: one budget of sub-MIPs each would cost more than it buys
+        subnet_bounds=config.subnet_bounds is True,
+        gate_split=False,  # the parts already split the domain
+        start_point=None,  # a point of the whole domain, outside most parts
+        # the parts already use the cores: no processes within a part
+        workers=1 if split.workers > 1 else config.workers,
+    )
+
+
+def _mip(query: Query, config: SolveConfig) -> Mip:
+    relax = not config.exact
+    form = config.formulation
+    subnets = (
+        config.subnet_bounds is not False
+        and form is Formulation.FORWARD
+        and not relax
+        and len(query.network.hidden_widths) >= 2
+    )
+    split = None
+    if config.sign_split and not relax:
+        split = "sign"
+    elif config.gate_split and not relax:
+        split = "gate"
+    return Mip(
+        config=config,
+        solver=adapter_name(config.solver),
+        # the ℓ1 objective's candidates (the build ignores the flag elsewhere)
+        decompose=bool(config.decompose) and not relax and query.norm is InputNorm.L1,
+        subnets=subnets,
+        # the gate split is for hard problems: "auto" starts its halves from the attack
+        attack=config.attack is True or (config.attack == "auto" and config.gate_split is True),
+        split=split,
+        # gate products exist for two hidden layers (formulation.products.gate_products)
+        products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
+    )
+
+
+def adapter_name(solver: str) -> str:
+    """The adapter that ``solver`` names (``"auto"``: HiGHS's)."""
+    return AUTO_ADAPTER if is_auto(solver) else solver.strip().lower()
+
+
+def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) -> str:
+    """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
+    if not is_auto(solver):
+        return solver
+    chosen = policy.auto_race_solvers[form]
+    return chosen if chosen in facts.solvers else AUTO_ADAPTER  # not installed: HiGHS both
+
+
+def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool) -> Race:
+    racers = []
+    for form in (Formulation.FORWARD, Formulation.BACKWARD):
+        solver = race_solver(config.solver, form, facts, policy)
+        # without a probe, the region search (which the caller skipped) runs in the backward racer
+        search = "auto" if not probe and form is Formulation.BACKWARD else False
+        racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
+    return Race(config, probe, tuple(racers), config.sign_split is True, config.split_leader)

@@ -1,0 +1,221 @@
+"""The MIP strategy: one model of the query, maximised (paper §5, app. D).
+
+Bounds on every pre-activation and backward variable, the forward model's tangent bounds from
+sub-networks where planned, the model, start points (attack and pattern climb, a given point)
+whose attained value becomes the cutoff ``objective >= L``, then the model whole (with its
+refinements), or as a union: the ℓ1 candidates, or two halves of a sign or gate split.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from lipopt.bounds import propagate
+from lipopt.bracket import Bracket, closed
+from lipopt.formulation import build
+from lipopt.formulation.objective import set_cutoff
+from lipopt.formulation.products import gate_products
+from lipopt.heuristics.starts import attack_witness
+from lipopt.heuristics.witness import Witness, attains, below, best_witness
+from lipopt.plan.nodes import Mip
+from lipopt.query import Query
+from lipopt.solvers import SolveOptions, get
+from lipopt.strategies import refine
+from lipopt.strategies.context import Context
+from lipopt.strategies.decompose import decomposed
+from lipopt.strategies.halves import (
+    binary_split,
+    gate_halves,
+    gate_split_neuron,
+    sign_halves,
+    sign_split_entry,
+)
+from lipopt.strategies.refine import (
+    ModelProblem,
+    NoBoundError,
+    Solved,
+    model_stats,
+    refinement_message,
+    solve_status,
+)
+from lipopt.subnets import budget_for, subnet_tangent_bounds
+
+
+def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Bracket:
+    """Answer ``query`` by the model of ``node`` within ``limit`` seconds."""
+    config, say = node.config, ctx.say
+    adapter = get(config.solver)
+    call_start = start = time.perf_counter()
+    net_bounds = propagate(query.network, query.domain, query.seed, method=config.bounds)
+    say(f"{config.bounds} bounds: {net_bounds.unstable_count} unstable neurons")
+    tangent = None
+    if node.subnets:
+        tangent, _ = subnet_tangent_bounds(
+            query.network, query.domain, net_bounds, query.norm, adapter, budget_for(limit), say
+        )
+    timings = {"bounds": time.perf_counter() - start}
+    start = time.perf_counter()
+    lip = build(
+        query.network, query.domain, query.seed, query.norm, net_bounds,
+        relax=not config.exact, decompose=node.decompose, formulation=node.formulation,
+        tangent=tangent,
+    )  # fmt: skip
+    timings["build"] = time.perf_counter() - start
+    start_witness = _start_witness(node, query, limit, call_start, timings, ctx)
+    if limit is not None:  # the bounds, the build and the attack came out of the limit
+        spent = time.perf_counter() - call_start
+        limit = max(limit - spent, ctx.policy.min_solve_share * limit)
+    relax = not config.exact
+    say(
+        f"{node.formulation.value} model: {lip.stats['variables']} variables, "
+        f"{lip.stats['binaries']} binaries; solving {'LP relaxation' if relax else 'MIP'} "
+        f"with {adapter.name}{f' (time limit {limit:g} s)' if limit else ''}..."
+    )
+    options = SolveOptions(
+        time_limit=limit, rel_gap=config.gap if config.gap else SolveOptions.rel_gap,
+        threads=config.threads, verbose=config.verbose, stop=ctx.stop,
+    )  # fmt: skip
+    problem = ModelProblem(
+        query, lip, net_bounds, adapter, options,
+        None if limit is None else time.perf_counter() + limit, config.max_refinements,
+        config.gap, np.random.default_rng(config.random_seed), say, config.workers,
+    )  # fmt: skip
+    return _answer(node, problem, timings, start_witness, ctx)
+
+
+def _answer(
+    node: Mip,
+    problem: ModelProblem,
+    timings: dict[str, float],
+    start_witness: Witness | None,
+    ctx: Context,
+) -> Bracket:
+    """The built model maximised: as a union where planned and possible, else whole."""
+    lip, net_bounds, query = problem.lip, problem.net_bounds, problem.query
+    if lip.candidates:
+        products = None
+        if node.products:
+            products = gate_products(query.network, query.seed, net_bounds.states)
+        return decomposed(problem, timings, start_witness, products, ctx.policy)
+    entry = sign_split_entry(lip, net_bounds) if node.split == "sign" else None
+    if entry is not None:
+        halves = sign_halves(problem, entry)
+        return binary_split(problem, timings, start_witness, halves, ctx.policy)
+    neuron = gate_split_neuron(lip, net_bounds) if node.split == "gate" else None
+    if neuron is not None:
+        halves = gate_halves(problem, neuron)
+        return binary_split(problem, timings, start_witness, halves, ctx.policy)
+    if node.split == "gate":
+        ctx.say("gate split: no unstable neuron in the first layer; solving the model whole")
+    return _whole(node, problem, timings, start_witness)
+
+
+def _start_witness(
+    node: Mip,
+    query: Query,
+    limit: float | None,
+    call_start: float,
+    timings: dict[str, float],
+    ctx: Context,
+) -> Witness | None:
+    """The best attained point before the MIP: the attack's (where planned) and the given
+    start point's, each verified; its value becomes the cutoff."""
+    config, found = node.config, None
+    if node.attack:
+        start = time.perf_counter()
+        climb_by = None if limit is None else call_start + limit
+        found = attack_witness(query, ctx.policy, config.random_seed, climb_by)
+        timings["attack"] = time.perf_counter() - start
+        if found is not None:
+            ctx.say(f"attack: {found.norm_value:.6g} attained; the MIP must beat it")
+    if config.start_point is not None and config.exact:
+        start = time.perf_counter()
+        given = best_witness(
+            query.network, query.domain, query.seed, query.norm, [config.start_point],
+            np.random.default_rng(0), False,
+        )  # fmt: skip
+        # checking the start point is part of finding the cutoff, as the attack is
+        timings["attack"] = timings.get("attack", 0.0) + time.perf_counter() - start
+        if given is not None and (found is None or given.norm_value > found.norm_value):
+            found = given
+            ctx.say(f"start point: {given.norm_value:.6g} attained; the MIP must beat it")
+    return found
+
+
+def _whole(
+    node: Mip, problem: ModelProblem, timings: dict[str, float], start_witness: Witness | None
+) -> Bracket:
+    """The model whole, under the start witness's cutoff, refined."""
+    lip, config = problem.lip, node.config
+    start = time.perf_counter()
+    cutoff = None if start_witness is None else below(start_witness.norm_value)
+    set_cutoff(lip.model, cutoff)
+    try:
+        solved = refine.solve_refined(
+            problem, problem.options, not config.exact, problem.say, cutoff
+        )
+    finally:
+        set_cutoff(lip.model, None)  # the returned model is the plain problem
+    if solved.upper is None:
+        raise NoBoundError(
+            f"the solver stopped ({solved.first.termination.value}) without a proven bound; "
+            "give it more time (--time-limit)"
+        )
+    witness, proof = _witness(problem, solved, start_witness, config.random_seed)
+    timings["solve"] = solved.solve_seconds
+    timings["verify"] = time.perf_counter() - start - solved.solve_seconds
+    return _bracket(node, problem, solved, witness, proof, timings)
+
+
+def _witness(
+    problem: ModelProblem, solved: Solved, start_witness: Witness | None, random_seed: int
+) -> tuple[Witness | None, Witness | None]:
+    """The best attained point, and the same point where it certifies the solve's optimum
+    (the refinement's witness, or a start point in a full-dimensional region); without either,
+    the solver's point or random points, verified."""
+    witness = proof = solved.witness
+    if start_witness is not None and (
+        witness is None or start_witness.norm_value > witness.norm_value
+    ):
+        witness = start_witness  # the MIP found nothing better than the attack's point
+        proof = witness if witness.certified_pattern else None
+    if witness is None:
+        query, rng = problem.query, np.random.default_rng(random_seed)
+        witness = best_witness(
+            query.network, query.domain, query.seed, query.norm, solved.points, rng
+        )
+    return witness, proof
+
+
+def _bracket(
+    node: Mip,
+    problem: ModelProblem,
+    solved: Solved,
+    witness: Witness | None,
+    proof: Witness | None,
+    timings: dict[str, float],
+) -> Bracket:
+    upper = float(solved.upper)  # type: ignore[arg-type]
+    lower = witness.norm_value if witness is not None else None
+    if lower is not None and lower > upper:
+        upper = lower  # solver tolerance: the attained value is a fact, the bound is not exact
+    status = solve_status(node.config.mode, node.config.gap, solved.last)
+    if solved.cut_off:  # nothing reaches the cutoff: upper is the cutoff, below the attained
+        status = "optimal" if closed(upper, lower) else "gap_limit"  # (unless it was above)
+    exact = status == "optimal" and attains(upper, proof)
+    return Bracket(
+        upper=upper,
+        lower=lower,
+        witness=None if witness is None else witness.point,
+        status=status,
+        exact_certified=exact,
+        model_stats=model_stats(problem.lip),
+        timings=timings,
+        solver=solved.first.solver,
+        nodes=solved.nodes if solved.nodes > 0 else None,
+        refinements=solved.refinements,
+        message=refinement_message(solved.refinements, status, exact),
+        model=problem.lip,
+    )

@@ -1,0 +1,310 @@
+"""The race strategy (``formulation="auto"``): both formulations of one question, each on its own
+process, the first exact answer taken (a *meet*: every answer along the way is certified, so
+the result keeps the best upper and lower bounds of all of them).
+
+First the backward model alone for ``race_after`` seconds (the probe; most problems finish
+within it); if unfinished, the two racers (:func:`lipopt.race.race_answers`) for the time left
+— with ``split_leader`` until ``leader_after`` seconds, or earlier on a clear lead
+(:func:`decisive`), then the leader solved again split in halves on both cores
+(:func:`_split_leader`) — or, with ``sign_split``, the backward model split on a gradient sign
+instead of the race (:func:`_split_instead`). Every sub-question goes to the runner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from lipopt import race as racing
+from lipopt.bracket import Bracket, meet, noted
+from lipopt.formulation.build import Formulation
+from lipopt.plan.nodes import Race, Racer
+from lipopt.policy import Policy
+from lipopt.progress import Say, heartbeat
+from lipopt.query import Query
+from lipopt.solvers import SolverError
+from lipopt.strategies.context import Context, StopHook
+from lipopt.strategies.refine import NoBoundError
+
+
+@dataclass(frozen=True)
+class _Raced:
+    """The question the probe, the racers and the splits after or instead of the race share,
+    with the caller's options as keyword arguments."""
+
+    node: Race
+    query: Query
+    ctx: Context
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.node.config.arguments()
+
+    @property
+    def attack(self) -> bool:
+        """The attack of the racers and of the splits after or instead of the race: ``"auto"``
+        runs it there (the problem has proved hard)."""
+        attack = self.node.config.attack
+        return True if attack == "auto" else attack  # type: ignore[return-value]
+
+    def solve(self, **overrides: Any) -> Bracket:
+        """The runner on this question, the caller's arguments with ``overrides``."""
+        return self.ctx.runner.solve(self.query, {**self.arguments, **overrides}, self.ctx)
+
+
+def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bracket:
+    """Probe, then race, split instead, or split the leader (module docstring); without a
+    probe (``node.probe`` False: a problem that looks hard) the race starts at once, and the
+    backward racer runs the region search before its MIP."""
+    start, policy = time.perf_counter(), ctx.policy
+    problem = _Raced(node, query, ctx)
+    probe_limit = policy.race_after if limit is None else min(policy.race_after, limit)
+    probed: Bracket | None = None
+    probe_error: NoBoundError | None = None
+    if node.probe:
+        try:
+            probed = problem.solve(
+                regions=False, split=False, time_limit=probe_limit,
+                formulation=Formulation.BACKWARD, sign_split=False,
+            )  # fmt: skip
+        except NoBoundError as err:  # no proven bound yet: the racers start from scratch anyway
+            probe_error = err
+    probe_seconds = time.perf_counter() - start
+    remaining = None if limit is None else limit - probe_seconds
+    too_late = remaining is not None and remaining < policy.min_race_seconds
+    if probed is not None and (probed.status != "time_limit" or too_late):
+        return probed
+    if probe_error is not None and too_late:
+        raise probe_error
+    if node.instead:
+        return _split_instead(problem, remaining, probed, probe_seconds)
+    return _race(problem, remaining, probed, probe_seconds, probe_limit)
+
+
+def _entries(problem: _Raced, race_limit: float | None) -> dict[str, dict[str, Any]]:
+    """Each racer's question as :func:`lipopt.lipschitz`'s keywords."""
+    query = problem.query
+    return {
+        racer.name: dict(
+            problem.arguments,
+            norm=query.norm,
+            c=query.seed,
+            regions=racer.regions,
+            split=False,
+            time_limit=race_limit,
+            formulation=racer.formulation,
+            solver=racer.solver,
+            attack=problem.attack,
+            sign_split=False,
+        )  # fmt: skip
+        for racer in problem.node.racers
+    }
+
+
+def _race(
+    problem: _Raced,
+    remaining: float | None,
+    probed: Bracket | None,
+    probe_seconds: float,
+    probe_limit: float,
+) -> Bracket:
+    """The racers for the time left (or until the leader decision); the answer or the split."""
+    node, policy, say = problem.node, problem.ctx.policy, problem.ctx.say
+    # split_leader: the racers stop at the decision if enough time is left for the split after it
+    decide = node.split_leader and (
+        remaining is None or remaining >= policy.leader_after + policy.min_leader_split_seconds
+    )
+    entries = _entries(problem, policy.leader_after if decide else remaining)
+    names = " and the ".join(entries)
+    until = f" for {policy.leader_after:g} s" if decide else ""
+    say(
+        f"not finished in {probe_limit:g} s: racing the {names} model on two processes{until}..."
+        if node.probe
+        else f"racing the {names} model on two processes{until} (the backward one searches "
+        "regions first)..."
+    )
+    race_start = time.perf_counter()
+    try:
+        winner, answers, decide = _run_racers(problem, entries, remaining, decide)
+    except SolverError as err:
+        if probed is None:
+            raise
+        say(f"the race failed ({err}); answering with the probe's bounds")
+        return probed
+    race_seconds = time.perf_counter() - race_start
+    earlier = [] if probed is None else [probed]
+    result = answers[winner] if winner is not None else meet(list(answers.values()))
+    # the answering racer's own stages, the probe, and the race's overhead beyond those stages
+    # (starting processes, waiting for the slower racer's verdict): together the wall time
+    timings_before = {"probe": probe_seconds} if node.probe else {}
+    timings = dict(result.timings, **timings_before)
+    timings["race"] = max(race_seconds - sum(result.timings.values()), 0.0)
+    if winner is None and decide:
+        left = None if remaining is None else remaining - race_seconds
+        leader = min(answers, key=lambda name: answers[name].upper)
+        racer = next(r for r in node.racers if r.name == leader)
+        return _split_leader(
+            problem, answers, racer, left, earlier, dict(timings_before, race=race_seconds)
+        )
+    note = (
+        f"the {winner} model finished first of the two raced"
+        if winner is not None
+        else "neither raced model finished; best bounds of both kept"
+    )
+    return noted(meet([result, *earlier]), timings, note, say)
+
+
+def _run_racers(
+    problem: _Raced,
+    entries: dict[str, dict[str, Any]],
+    remaining: float | None,
+    decide: bool,
+) -> tuple[str | None, dict[str, Bracket], bool]:
+    """The race itself: ``(winner or None, answers, whether the decision still stands)``."""
+    say, policy = problem.ctx.say, problem.ctx.policy
+    network, domain = problem.query.network, problem.query.domain
+    run = _racer_runner(problem)
+    race_limit = entries[next(iter(entries))]["time_limit"]
+    race_start = time.perf_counter()
+    try:
+        with heartbeat(say, "racing", race_limit):
+            # the racers stop themselves at race_limit; their preparation (bounds, build,
+            # attack) may take longer, so wait for them as long as the caller's limit allows
+            winner, answers = racing.race_answers(
+                network, domain, entries, remaining,
+                stop_when=decisive(say, policy) if decide else None, run=run,
+            )  # fmt: skip
+    except NoBoundError:
+        left = None if remaining is None else remaining - (time.perf_counter() - race_start)
+        if not decide or (left is not None and left < policy.min_race_seconds):
+            raise
+        # no racer proved a bound by the decision (a large model): race for the time left
+        say(
+            f"no racer proved a bound in {policy.leader_after:g} s; "
+            "racing them for the time left..."
+        )
+        entries = {name: dict(entry, time_limit=left) for name, entry in entries.items()}
+        with heartbeat(say, "racing", left):
+            winner, answers = racing.race_answers(network, domain, entries, left, run=run)
+        decide = False
+    return winner, answers, decide
+
+
+def _racer_runner(problem: _Raced) -> Callable[[str, dict[str, Any], StopHook], Bracket]:
+    """What a racer's process runs: its question, silently, its MIPs reporting to ``stop``."""
+    ctx, query = problem.ctx, problem.query
+
+    def run(name: str, entry: dict[str, Any], stop: StopHook) -> Bracket:
+        arguments = {k: v for k, v in entry.items() if k not in ("norm", "c")}
+        answer = ctx.runner.solve(query, arguments, ctx.quiet().racing(stop))
+        return replace(answer, model=None)
+
+    return run
+
+
+def decisive(say: Say, policy: Policy | None = None) -> Callable[[float, dict[str, float]], bool]:
+    """``split_leader``'s early decision (:func:`~lipopt.race.race_answers`' ``stop_when``):
+    from ``early_leader_after`` seconds into the race, stop the racers once one's proven bound
+    is at least ``decisive_ratio`` times the other's."""
+    rule = policy or Policy.current()
+
+    def decide(seconds: float, bounds: dict[str, float]) -> bool:
+        if seconds < rule.early_leader_after or len(bounds) < 2:
+            return False
+        (leader, low), (_, high) = sorted(bounds.items(), key=lambda item: item[1])
+        if not (0.0 < low and np.isfinite(high) and high >= rule.decisive_ratio * low):
+            return False
+        say(
+            f"after {seconds:.0f} s of the race the {leader} model's proven bound {low:.6g} is "
+            f"{high / low:.2f} times below the other's ({high:.6g}): stopping the racers"
+        )
+        return True
+
+    return decide
+
+
+def _split_leader(
+    problem: _Raced,
+    answers: dict[str, Bracket],
+    racer: Racer,
+    remaining: float | None,
+    earlier: list[Bracket],
+    timings: dict[str, float],
+) -> Bracket:
+    """Neither racer finished before the decision (at ``leader_after``, or earlier on a clear
+    lead, :func:`decisive`; ``timings["race"]`` is how long the race ran): the leader (smaller
+    proven upper bound) solved again from scratch, split in halves on both cores (the forward
+    model on a first-layer gate; the backward one on a gradient sign), from the best point the
+    racers attained, for the time left. The result keeps the best bounds of the racers, the
+    split and ``earlier`` (the probe's); if the split fails or no time is left, the racers'
+    stand."""
+    say, form = problem.ctx.say, racer.formulation
+    within = f"{timings['race']:.0f} s"  # the racers stopped at LEADER_AFTER or earlier
+    raced = meet([*answers.values(), *earlier])
+    gap = problem.node.config.gap
+    within_gap = gap is not None and raced.gap is not None and raced.gap <= gap
+    if raced.status == "optimal" or within_gap:
+        note = f"neither racer finished in {within}; together their bounds closed the gap"
+        return noted(raced, timings, note, say)
+    if remaining is not None and remaining < problem.ctx.policy.min_race_seconds:
+        note = f"neither racer finished in {within} and no time is left to split"
+        return noted(raced, timings, note, say)
+    # the racers' best point, unless it sits a hair outside the domain (solver tolerance)
+    point = raced.witness
+    start = point if point is not None and problem.query.domain.contains(point) else None
+    others = ", ".join(f"{answers[name].upper:.6g} for the {name}" for name in answers)
+    how = "a first-layer gate" if form is Formulation.FORWARD else "a gradient sign"
+    say(
+        f"neither racer finished in {within} (proven bounds {others}); the {racer.name} "
+        f"model again, split on {how} on two processes..."
+    )
+    note = f"neither racer finished in {within}; the {racer.name} model split in halves"
+    split_start = time.perf_counter()
+    try:
+        result = problem.solve(
+            regions=False, split=False, time_limit=remaining, formulation=form,
+            solver=racer.solver, attack=problem.attack, start_point=start,
+            sign_split=form is Formulation.BACKWARD, gate_split=form is Formulation.FORWARD,
+        )  # fmt: skip
+    except SolverError as err:
+        timings["solve"] = time.perf_counter() - split_start
+        return noted(raced, timings, f"the leader's split failed ({err}); the racers' bounds", say)
+    for key, value in result.timings.items():
+        timings[key] = timings.get(key, 0.0) + value
+    return noted(meet([result, raced]), timings, note, say)
+
+
+def _split_instead(
+    problem: _Raced, remaining: float | None, probed: Bracket | None, probe_seconds: float
+) -> Bracket:
+    """Where the race would run: the backward model alone, its search split on a gradient sign
+    (both cores), from the attack's cutoff and after the region search where no probe ran;
+    met with the probe's certified answer, if any."""
+    say, probe = problem.ctx.say, problem.node.probe
+    solver = next(r.solver for r in problem.node.racers if r.formulation is Formulation.BACKWARD)
+    say(
+        f"not finished in the probe: the backward ({solver}) model, its search split on a "
+        "gradient sign..."
+        if probe
+        else f"the backward ({solver}) model, its search split on a gradient sign (the "
+        "regions searched first)..."
+    )
+    try:
+        result = problem.solve(
+            regions=False if probe else "auto", split=False, time_limit=remaining,
+            formulation=Formulation.BACKWARD, solver=solver, attack=problem.attack,
+            sign_split=True,
+        )  # fmt: skip
+    except SolverError as err:
+        if probed is None:
+            raise
+        say(f"the split solve failed ({err}); answering with the probe's bounds")
+        return probed
+    if probed is None:
+        return result
+    met = meet([result, probed])
+    return replace(met, timings=dict(result.timings, probe=probe_seconds), model=None)

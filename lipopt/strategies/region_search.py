@@ -1,0 +1,150 @@
+"""The region search strategy: the linear regions of a box searched directly
+(:mod:`lipopt.regions`), exact when complete; with a fallback, the rest of the plan finishes an
+unfinished search and the better bounds of both are kept (a *meet*)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from lipopt.bounds import propagate
+from lipopt.bracket import Bracket, add_timings, closed
+from lipopt.domain import Box
+from lipopt.plan.nodes import RegionSearch
+from lipopt.progress import Say
+from lipopt.query import Query
+from lipopt.regions import RegionOptions, search_regions
+from lipopt.regions import RegionSearch as Found
+from lipopt.solvers import SolverError
+from lipopt.strategies.context import Context
+
+
+def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Context) -> Bracket:
+    """Answer ``query`` by the region search of ``node`` (or its guard's race) within ``limit``.
+
+    ``node.race_now`` (where the formulations race): run instead of searching here when at
+    least ``auto_region_unstable_share`` of the hidden neurons are unstable. There the search
+    rarely finishes (never on the unit boxes of benchmarks/speed.py), and its few seconds and
+    the backward probe after it only delayed the race; the backward racer still runs the
+    search first, so a search that would finish still answers."""
+    domain, say, policy = query.domain, ctx.say, ctx.policy
+    box = domain if isinstance(domain, Box) else domain.as_box()  # type: ignore[union-attr]
+    c = np.asarray(query.seed, dtype=np.float64)
+    start = time.perf_counter()
+    net_bounds = propagate(query.network, box, c, method=node.bounds)
+    bound_seconds = time.perf_counter() - start
+    hidden = sum(query.network.hidden_widths)
+    unstable = net_bounds.unstable_count
+    looks_hard = bool(hidden) and unstable >= policy.auto_region_unstable_share * hidden
+    left = None if limit is None else limit - bound_seconds
+    time_to_race = left is None or left >= policy.min_race_seconds
+    if node.race_now is not None and looks_hard and time_to_race:
+        say(f"{node.bounds} bounds: {unstable} of {hidden} neurons unstable; racing at once")
+        result = ctx.runner.run(node.race_now, query, left, ctx)
+        return replace(result, timings=add_timings(result.timings, {"bounds": bound_seconds}))
+    options = _limits(node, left, few_unstable=bool(hidden) and not looks_hard, ctx=ctx)
+    say(f"{node.bounds} bounds: {unstable} unstable neurons; searching regions...")
+    try:
+        found = search_regions(
+            query.network, box.lower, box.upper, c, query.norm, net_bounds, options, progress=say
+        )
+    except RuntimeError as err:  # the LP solver could not decide a node
+        raise SolverError(f"region search: {err}") from err
+    _report(found, say)
+    timings = {"bounds": bound_seconds, "regions": found.seconds}
+    used = time.perf_counter() - start
+    if not found.complete and node.fallback is not None and (limit is None or used < limit):
+        rest = None if limit is None else limit - used
+        try:
+            result = ctx.runner.run(node.fallback, query, rest, ctx)
+        except SolverError:
+            if not np.isfinite(found.upper):
+                raise
+            say("the MIP proved nothing in the time left; answering with the region search")
+        else:
+            return with_region_bounds(result, found, timings)
+    return _searched(found, unstable, timings)
+
+
+def _limits(
+    node: RegionSearch, left: float | None, few_unstable: bool, ctx: Context
+) -> RegionOptions:
+    """The search's limits: the time left, and with a fallback and few neurons unstable the
+    larger node budget (no projection limit)."""
+    options = node.options
+    if left is not None:
+        time_limit = left if options.time_limit is None else min(left, options.time_limit)
+        options = replace(options, time_limit=time_limit)
+    if node.fallback is not None and few_unstable:
+        budget = ctx.policy.auto_region_nodes_few_unstable
+        options = replace(options, node_limit=budget, projected_limit=None)
+    return options
+
+
+def _report(found: Found, say: Say) -> None:
+    projected = ""
+    if not found.complete and found.explored > 0:
+        projected = f" (about {found.nodes / found.explored:.2g} nodes in all at this rate)"
+    say(
+        f"region search: {found.nodes} nodes, {found.regions} regions, "
+        f"{'complete' if found.complete else 'stopped'} after {found.seconds:.1f} s{projected}"
+    )
+
+
+def _searched(found: Found, unstable: int, timings: dict[str, float]) -> Bracket:
+    """The search's own answer: exact when complete (its witness's region is full-dimensional
+    by construction), else its proven bound and best region."""
+    lower = found.lower if found.witness is not None else None
+    upper = found.upper if lower is None else max(found.upper, lower)
+    stats = {
+        "variables": 0,
+        "constraints": 0,
+        "binaries": 0,
+        "unstable_neurons": unstable,
+        "regions": found.regions,
+        "region_nodes": found.nodes,
+        "region_lps": found.lps,
+    }
+    return Bracket(
+        upper=upper,
+        lower=lower,
+        witness=found.witness,
+        status="optimal" if found.complete else "time_limit",
+        exact_certified=found.complete and found.witness is not None,
+        model_stats=stats,
+        timings=timings,
+        solver="region search (HiGHS LPs)",
+        nodes=found.nodes,
+        message=f"linear-region search: {found.regions} regions reached, {found.nodes} nodes, "
+        f"{found.lps} LPs",
+    )
+
+
+def with_region_bounds(result: Bracket, found: Found, timings: dict[str, float]) -> Bracket:
+    """The MIP's answer, improved by what the unfinished region search proved: both upper
+    bounds are certified (keep the smaller), both lower bounds attained (keep the larger)."""
+    upper = min(result.upper, found.upper)
+    lower, witness = result.lower, result.witness
+    if found.witness is not None and (lower is None or found.lower > lower):
+        lower, witness = found.lower, found.witness
+    if lower is not None:
+        upper = max(upper, lower)
+    met = closed(upper, lower)
+    ending = {
+        "optimal": "finished",
+        "time_limit": "stopped at the time limit",
+        "gap_limit": "stopped at the gap limit",
+    }.get(result.status, f"ended with status {result.status}")
+    note = f"region search stopped after {found.nodes} nodes; the MIP took over and {ending}"
+    return replace(
+        result,
+        upper=upper,
+        lower=lower,
+        witness=witness,
+        status="optimal" if met else result.status,
+        exact_certified=result.exact_certified or (met and witness is found.witness),
+        timings=add_timings(result.timings, timings),
+        message=f"{result.message}; {note}" if result.message else note,
+    )
