@@ -5,12 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pyomo.environ as pe
+if TYPE_CHECKING:
+    import pyomo.environ as pe
 
 #: relative and absolute gaps used for an "exact" solve: far below the 1e-6 we promise
 EXACT_GAP = 1e-9
+
+#: name -> how to install the solver (:mod:`lipopt.solvers.registry` and the adapters say it)
+INSTALL_HINTS: dict[str, str] = {
+    "highs": "pip install highspy  (a dependency of lipopt)",
+    "scip": "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)",
+    "cbc": "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
+    "the cbcbox wheel's CBC build is refused: docs/solvers.md)",
+    "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',
+}
 
 
 class SolverError(RuntimeError):
@@ -116,6 +126,7 @@ def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResu
         return None
     # the constant term, not pe.value(expr): a zero coefficient (0.0 * x) leaves degree 0 with a
     # variable in the expression that may have no value
+    import pyomo.environ as pe
     from pyomo.repn import generate_standard_repn
 
     value = float(pe.value(generate_standard_repn(expr, quadratic=False).constant))

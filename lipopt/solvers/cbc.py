@@ -32,9 +32,7 @@ Facts the adapter relies on:
 from __future__ import annotations
 
 import contextlib
-import decimal
 import functools
-import math
 import os
 import re
 import shutil
@@ -42,54 +40,37 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pyomo.environ as pe
+from typing import TYPE_CHECKING, Any
 
 from lipopt.solvers.base import (
     EXACT_GAP,
+    INSTALL_HINTS,
     SolveOptions,
     SolverError,
     SolveResult,
     Termination,
     constant_objective_result,
 )
+from lipopt.solvers.cbc_log import (
+    _LP_OBJECTIVE,
+    NO_SOLUTION,
+    PRINT_ROUNDING,
+    STATUS_MAP,
+    Summary,
+    _classic_status_map,
+    _optimal_or_gap,
+    gap_stop_bound,
+    parse_summary,
+    printed_upper,
+)
 
-#: the ``Result - ...`` line of CBC's MIP summary -> why it stopped
-STATUS_MAP: dict[str, Termination] = {
-    "Optimal solution found": Termination.OPTIMAL,
-    "Optimal solution found (within gap tolerance)": Termination.GAP_LIMIT,
-    "Stopped on time limit": Termination.TIME_LIMIT,
-    "Stopped on iterations limit": Termination.TIME_LIMIT,
-    "Stopped on node limit": Termination.TIME_LIMIT,
-    "Stopped on solution limit": Termination.INTERRUPTED,
-    "Stopped on user ctrl-c": Termination.INTERRUPTED,
-    "Stopped on ctrl-c": Termination.INTERRUPTED,
-    "User ctrl-c": Termination.INTERRUPTED,
-    "Linear relaxation infeasible": Termination.INFEASIBLE,
-    "Problem proven infeasible": Termination.INFEASIBLE,
-    "Linear relaxation unbounded": Termination.ERROR,
-    "Run abandoned": Termination.ERROR,
-    "Stopped on difficulties": Termination.ERROR,
-}
-
-#: relative rounding of CBC's ``%g`` (6 significant digits) numbers: half a unit in the last place
-PRINT_ROUNDING = 5e-6
-
-#: CBC's stand-in for "no solution" (it prints 1e+50 as the objective)
-NO_SOLUTION = 1e40
+if TYPE_CHECKING:
+    import pyomo.environ as pe
 
 #: solver options always set (the caller's ``options.options`` override them)
 DEFAULT_OPTIONS: dict[str, Any] = {"integerTolerance": 1e-9, "primalTolerance": 1e-9}
 
-_RESULT = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
-_UPPER = re.compile(r"^Upper bound:\s+(\S+)", re.MULTILINE)
-_NODES = re.compile(r"^Enumerated nodes:\s+(\d+)", re.MULTILINE)
-_OBJECTIVE = re.compile(r"^Objective value:\s+(\S+)", re.MULTILINE)
-_LP_OBJECTIVE = re.compile(r"^Optimal objective\s+(\S+)", re.MULTILINE)
-_NONE = re.compile(r"^No feasible solution found", re.MULTILINE)
 #: an option CBC does not know: the devel build exits; 2.10 says "No match" and goes on without it
 _REJECTED = re.compile(r"^(?:Unrecognized parameter - \S+|No match for \S+)(?= |,|$)", re.MULTILINE)
 #: the version line of ``cbc -stop``: ``Version: 2.10.8`` (releases), ``CBC devel (git:146ce89)``
@@ -97,11 +78,8 @@ _VERSION = re.compile(
     r"^(?:CBC\s+(?:version\s+)?|Version:\s*)([^\s(]+)(?:\s+\((\S+?)\))?", re.MULTILINE
 )
 
-#: install hint (also :data:`lipopt.solvers.registry.INSTALL_HINTS`)
-INSTALL_HINT = (
-    "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
-    "the cbcbox wheel's CBC build is refused: docs/solvers.md)"
-)
+#: install hint (:data:`lipopt.solvers.base.INSTALL_HINTS`'s)
+INSTALL_HINT = INSTALL_HINTS["cbc"]
 
 #: CBC builds (a word of their version) that are never run: they claim wrong optima
 DEFECTIVE_BUILDS: dict[str, str] = {
@@ -160,98 +138,6 @@ def _banner(path: str) -> str | None:
     return text
 
 
-def printed_upper(text: str) -> float | None:
-    """The largest number that prints as ``text`` (CBC rounds to its last printed digit): the
-    value plus half a unit in that digit, plus a few float ulps; None if not a finite number."""
-    value = _float(text)
-    if value is None:
-        return None
-    try:
-        exponent = decimal.Decimal(text).as_tuple().exponent
-    except decimal.InvalidOperation:
-        return None
-    if not isinstance(exponent, int):
-        return None
-    upper = value + 0.5 * 10.0**exponent
-    return upper + 4 * math.ulp(upper)
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What CBC's end-of-MIP summary says (every field None/False when the log has none).
-
-    Attributes:
-        result: the text after ``Result - `` (a key of :data:`STATUS_MAP`).
-        has_solution: an integer-feasible point was found (``Objective value:`` line).
-        upper: the printed upper bound on the maximum (``Upper bound:``, 6 digits).
-        nodes: ``Enumerated nodes:``.
-        objective_upper: the largest value the printed ``Objective value:`` may stand for.
-    """
-
-    result: str | None = None
-    has_solution: bool = False
-    upper: float | None = None
-    nodes: int | None = None
-    objective_upper: float | None = None
-
-
-def parse_summary(log: str) -> Summary:
-    """Read the ``Result - ...`` block CBC prints after a MIP run (absent for an LP, or when the
-    time limit stopped the root LP)."""
-    results = _RESULT.findall(log)
-    if not results:
-        return Summary()
-    tail = log[log.rfind("Result - ") :]
-    upper = _UPPER.findall(tail)
-    nodes = _NODES.findall(tail)
-    objective = _OBJECTIVE.findall(tail)
-    value = _float(objective[-1]) if objective else None
-    return Summary(
-        result=results[-1],
-        has_solution=value is not None and abs(value) < NO_SOLUTION and not _NONE.search(tail),
-        upper=_float(upper[-1]) if upper else None,
-        nodes=int(nodes[-1]) if nodes else None,
-        objective_upper=printed_upper(objective[-1]) if objective else None,
-    )
-
-
-def _classic_status_map() -> dict[Any, Termination]:
-    """Pyomo's reading of CBC's solution file -> why it stopped (used when there is no summary,
-    e.g. for an LP)."""
-    from pyomo.opt import TerminationCondition as TC
-
-    return {
-        TC.optimal: Termination.OPTIMAL,
-        TC.maxTimeLimit: Termination.TIME_LIMIT,
-        TC.maxIterations: Termination.TIME_LIMIT,
-        TC.maxEvaluations: Termination.TIME_LIMIT,
-        TC.intermediateNonInteger: Termination.TIME_LIMIT,
-        TC.infeasible: Termination.INFEASIBLE,
-        TC.infeasibleOrUnbounded: Termination.INFEASIBLE,
-        TC.userInterrupt: Termination.INTERRUPTED,
-        TC.solverFailure: Termination.ERROR,
-        TC.error: Termination.ERROR,
-    }
-
-
-def gap_stop_bound(incumbent: float, options: SolveOptions) -> float:
-    """The largest bound CBC can hold when it stops on the gaps of ``options`` (see module doc)."""
-    absolute = incumbent + options.abs_gap
-    if options.rel_gap >= 1:
-        return math.inf
-    keep = 1 - options.rel_gap
-    relative = incumbent / keep if incumbent >= 0 else incumbent * keep
-    return max(absolute, relative, incumbent)
-
-
 class CbcSolver:
     """CBC: open source MIP, run as a subprocess on an LP file."""
 
@@ -290,6 +176,8 @@ class CbcSolver:
             raise SolverError(f"refusing {path}: {reason}; {self.install_hint}")
         if path is None or banner is None:
             raise SolverError(f"CBC is not installed: {self.install_hint}")
+        import pyomo.environ as pe
+
         solver = pe.SolverFactory("cbc", executable=path)
         solver_options: dict[str, Any] = {
             **DEFAULT_OPTIONS,
@@ -382,6 +270,7 @@ class CbcSolver:
     @staticmethod
     def _load(model: pe.ConcreteModel, results: Any) -> tuple[pe.ComponentMap, float]:
         """Load CBC's incumbent into the model; its values by variable and its objective."""
+        import pyomo.environ as pe
         from pyomo.opt import SolverStatus
 
         results.solver.status = SolverStatus.ok  # the summary says this point is feasible
@@ -425,17 +314,9 @@ class CbcSolver:
         return None
 
 
-def _optimal_or_gap(termination: Termination, options: SolveOptions) -> Termination:
-    """A stop "within gap tolerance" at the exact gaps is optimality; any other stop stays.
-
-    ("Optimal solution found" is a full proof: the gaps stop CBC but never prune.)
-    """
-    if termination is Termination.GAP_LIMIT and options.rel_gap <= EXACT_GAP:
-        return Termination.OPTIMAL
-    return termination
-
-
 def _has_integers(model: pe.ConcreteModel) -> bool:
+    import pyomo.environ as pe
+
     return any(
         not var.is_continuous() and not var.fixed
         for var in model.component_data_objects(pe.Var, descend_into=True)
@@ -445,3 +326,21 @@ def _has_integers(model: pe.ConcreteModel) -> bool:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] or type(exc).__name__
+
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "DEFECTIVE_BUILDS",
+    "INSTALL_HINT",
+    "NO_SOLUTION",
+    "PRINT_ROUNDING",
+    "STATUS_MAP",
+    "CbcSolver",
+    "Summary",
+    "defect",
+    "executable",
+    "gap_stop_bound",
+    "on_path",
+    "parse_summary",
+    "printed_upper",
+]

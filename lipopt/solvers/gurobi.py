@@ -14,9 +14,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any
-
-import pyomo.environ as pe
+from typing import TYPE_CHECKING, Any
 
 from lipopt.solvers.base import (
     EXACT_GAP,
@@ -27,6 +25,9 @@ from lipopt.solvers.base import (
     closed_exactly,
     constant_objective_result,
 )
+
+if TYPE_CHECKING:
+    import pyomo.environ as pe
 
 #: Gurobi's error code for "Model too large for size-limited license"
 SIZE_LIMIT_ERROR = 10010
@@ -57,6 +58,8 @@ def _status_map() -> dict[Any, Termination]:
 
 def size_limit_message(model: pe.ConcreteModel) -> str:
     """The one line a user sees when the size-limited licence refuses ``model``."""
+    import pyomo.environ as pe
+
     variables = sum(1 for _ in model.component_data_objects(pe.Var, descend_into=True))
     constraints = sum(
         1 for _ in model.component_data_objects(pe.Constraint, active=True, descend_into=True)
@@ -66,6 +69,13 @@ def size_limit_message(model: pe.ConcreteModel) -> str:
         f"{constraints} constraints; the limit is {SIZE_LIMIT} of each): "
         "use --solver highs, or install a full Gurobi licence"
     )
+
+
+def _values(results: Any) -> pe.ComponentMap:
+    """The loaded incumbent's values, by Pyomo variable."""
+    import pyomo.environ as pe
+
+    return pe.ComponentMap(results.solution_loader.get_vars())
 
 
 class GurobiSolver:
@@ -139,7 +149,7 @@ class GurobiSolver:
             termination = Termination.GAP_LIMIT
         values = None
         if incumbent is not None:
-            values = pe.ComponentMap(results.solution_loader.get_vars())
+            values = _values(results)
         nodes = getattr(results.extra_info, "NodeCount", None)
         return SolveResult(
             termination=termination,

@@ -14,10 +14,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pe
 
 from lipopt.solvers.base import (
     SolveOptions,
@@ -26,6 +25,9 @@ from lipopt.solvers.base import (
     Termination,
     constant_objective_result,
 )
+
+if TYPE_CHECKING:
+    import pyomo.environ as pe
 
 #: HiGHS's primal_solution_status for "a feasible point is at hand"
 _FEASIBLE_POINT = 2
@@ -81,6 +83,7 @@ def compile_model(model: pe.ConcreteModel) -> CompiledModel:
     (``<=``: ``(-inf, rhs]``, ``>=``: ``[rhs, inf)``, ``==``: ``[rhs, rhs]``); fixed variables
     are moved into the right-hand sides and the objective's offset."""
     import highspy
+    import pyomo.environ as pe
     from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
     objective = next(model.component_data_objects(pe.Objective, active=True))
@@ -180,6 +183,7 @@ class HighsSolver:
         trivial = constant_objective_result(model, self.name)
         if trivial is not None:
             return trivial
+        import pyomo.environ as pe
         from pyomo.common.errors import InfeasibleConstraintException
 
         start = time.perf_counter()
@@ -232,6 +236,27 @@ class HighsSolver:
         )
 
 
+def _highs_with(settings: dict[str, Any], verbose: bool) -> tuple[Any, list[str]]:
+    """A ``highspy.Highs`` with ``settings`` set, whose log lines are kept in the returned list
+    (and streamed to stderr when ``verbose``)."""
+    import highspy
+
+    highs = highspy.Highs()
+    lines: list[str] = []
+
+    def keep(event: Any) -> None:
+        lines.append(event.message)
+        if verbose:  # stdout is for results
+            sys.stderr.write(event.message)
+
+    highs.setOptionValue("log_to_console", False)
+    highs.cbLogging += keep
+    for key, value in settings.items():
+        if highs.setOptionValue(key, value) == highspy.HighsStatus.kError:
+            raise SolverError(f"HiGHS refused the option {key}={value!r}")
+    return highs, lines
+
+
 class _Run:
     """One HiGHS run of a compiled model: termination, incumbent, bound, values, nodes, log.
 
@@ -247,19 +272,7 @@ class _Run:
     ) -> None:
         import highspy
 
-        highs = highspy.Highs()
-        lines: list[str] = []
-
-        def keep(event: Any) -> None:
-            lines.append(event.message)
-            if verbose:  # stdout is for results
-                sys.stderr.write(event.message)
-
-        highs.setOptionValue("log_to_console", False)
-        highs.cbLogging += keep
-        for key, value in settings.items():
-            if highs.setOptionValue(key, value) == highspy.HighsStatus.kError:
-                raise SolverError(f"HiGHS refused the option {key}={value!r}")
+        highs, lines = _highs_with(settings, verbose)
         self.stopped = False
 
         def check(event: Any) -> None:
@@ -281,6 +294,14 @@ class _Run:
         except Exception as exc:  # the solver's own failure, reported as ours
             raise SolverError(f"HiGHS failed: {exc}") from exc
         self.log = "".join(lines)
+        self._read(highs, compiled)
+
+    def _read(self, highs: Any, compiled: CompiledModel) -> None:
+        """Why HiGHS stopped, its incumbent (divided back by the objective's scale), its bound
+        (a MIP's dual bound; an LP's optimum) and the point, by Pyomo variable."""
+        import highspy
+        import pyomo.environ as pe
+
         status = highs.getModelStatus()
         self.termination = (
             Termination.INTERRUPTED

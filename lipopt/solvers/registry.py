@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lipopt.solvers.base import Solver, SolverError
+from lipopt.solvers.base import INSTALL_HINTS, Solver, SolverError
 
 
 def _highs() -> Solver:
@@ -37,15 +37,6 @@ ADAPTERS: dict[str, Callable[[], Solver]] = {
     "scip": _scip,
     "cbc": _cbc,
     "gurobi": _gurobi,
-}
-
-#: name -> how to install the solver
-INSTALL_HINTS: dict[str, str] = {
-    "highs": "pip install highspy  (a dependency of lipopt)",
-    "scip": "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)",
-    "cbc": "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
-    "the cbcbox wheel's CBC build is refused: docs/solvers.md)",
-    "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',
 }
 
 

@@ -21,12 +21,10 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
-
-import pyomo.environ as pe
-from pyomo.repn import generate_standard_repn
+from typing import TYPE_CHECKING, Any
 
 from lipopt.solvers.base import (
+    INSTALL_HINTS,
     SolveOptions,
     SolverError,
     SolveResult,
@@ -34,6 +32,9 @@ from lipopt.solvers.base import (
     closed_exactly,
     constant_objective_result,
 )
+
+if TYPE_CHECKING:
+    import pyomo.environ as pe
 
 #: SCIP's status -> why it stopped (``gaplimit`` is told apart from an exact optimum below)
 STATUS = {
@@ -66,6 +67,8 @@ def _finite(value: float | None) -> float | None:
 
 def _linear(expr: Any, what: str) -> tuple[list[Any], list[float], float]:
     """``(variables, coefficients, constant)`` of a linear Pyomo expression."""
+    from pyomo.repn import generate_standard_repn
+
     repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
     if not repn.is_linear():
         raise SolverError(f"SCIP adapter: {what} is not linear")
@@ -73,6 +76,8 @@ def _linear(expr: Any, what: str) -> tuple[list[Any], list[float], float]:
 
 
 def _bound(value: Any) -> float | None:
+    import pyomo.environ as pe
+
     return None if value is None else float(pe.value(value))
 
 
@@ -105,6 +110,29 @@ def _stopping(stop: Callable[[float, float], bool]) -> Any:
     return Stopping()
 
 
+def _configure(scip: Any, options: SolveOptions) -> Any:
+    """Set ``options`` on the SCIP model: its log, ``limits/gap``, ``limits/absgap``,
+    ``limits/time``, the pass-through parameters and, when ``options.stop`` is given, the
+    stopping event handler, which is returned (else None)."""
+    scip.hideOutput(not options.verbose)
+    if options.verbose:
+        scip.redirectOutput()  # SCIP's log through Python's sys.stdout, sent to stderr below
+    scip.setParam("limits/gap", float(options.rel_gap))
+    scip.setParam("limits/absgap", float(options.abs_gap))
+    if options.time_limit is not None:
+        scip.setParam("limits/time", max(float(options.time_limit), 0.0))
+    for key, value in options.options.items():
+        try:
+            scip.setParam(key, value)
+        except Exception as exc:  # noqa: BLE001 - SCIP's own message is clear enough
+            raise SolverError(f"SCIP refused option {key}={value!r}: {exc}") from None
+    stopping = None
+    if options.stop is not None:
+        stopping = _stopping(options.stop)
+        scip.includeEventhdlr(stopping, "lipopt-stop", "asks the caller whether to stop")
+    return stopping
+
+
 class ScipSolver:
     """SCIP: open source (Apache 2.0), in-process, MIP and LP."""
 
@@ -123,8 +151,6 @@ class ScipSolver:
 
     def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         if not self.available():
-            from lipopt.solvers.registry import INSTALL_HINTS
-
             raise SolverError(f"SCIP is not available: {INSTALL_HINTS['scip']}")
         trivial = constant_objective_result(model, self.name)
         if trivial is not None:
@@ -134,22 +160,7 @@ class ScipSolver:
             return SolveResult(
                 Termination.INFEASIBLE, None, None, None, 0.0, 0, f"scip {self.version()}"
             )
-        scip.hideOutput(not options.verbose)
-        if options.verbose:
-            scip.redirectOutput()  # SCIP's log through Python's sys.stdout, sent to stderr below
-        scip.setParam("limits/gap", float(options.rel_gap))
-        scip.setParam("limits/absgap", float(options.abs_gap))
-        if options.time_limit is not None:
-            scip.setParam("limits/time", max(float(options.time_limit), 0.0))
-        for key, value in options.options.items():
-            try:
-                scip.setParam(key, value)
-            except Exception as exc:  # noqa: BLE001 - SCIP's own message is clear enough
-                raise SolverError(f"SCIP refused option {key}={value!r}: {exc}") from None
-        stopping = None
-        if options.stop is not None:
-            stopping = _stopping(options.stop)
-            scip.includeEventhdlr(stopping, "lipopt-stop", "asks the caller whether to stop")
+        stopping = _configure(scip, options)
         start = time.perf_counter()
         try:
             with contextlib.redirect_stdout(sys.stderr):  # stdout is for results
@@ -166,7 +177,16 @@ class ScipSolver:
         asked_to_stop = stopping is not None and stopping.stopped
         if status == "userinterrupt" and not asked_to_stop:
             raise KeyboardInterrupt  # SCIP caught Ctrl-C: the caller must see it, not a status
-        termination = STATUS.get(status, Termination.ERROR)
+        return self._result(scip, columns, STATUS.get(status, Termination.ERROR), seconds)
+
+    def _result(
+        self, scip: Any, columns: list[tuple[Any, Any]], termination: Termination, seconds: float
+    ) -> SolveResult:
+        """The solved SCIP model's answer: its best solution (objective and values by Pyomo
+        variable), its dual bound (the incumbent at an optimum; a gap stop within the exact
+        solve's gap counts as optimal) and its node count."""
+        import pyomo.environ as pe
+
         incumbent = None
         values = None
         if scip.getNSols() > 0:
@@ -198,6 +218,7 @@ class ScipSolver:
         constraint, the objective maximised. Returns it (None when a constraint of fixed
         variables alone is violated: the model is infeasible) with the (Pyomo, SCIP) variable
         pairs, whose SCIP side is None for a fixed variable."""
+        import pyomo.environ as pe
         import pyscipopt
 
         scip = pyscipopt.Model("lipschitz")
