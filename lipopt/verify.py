@@ -18,7 +18,6 @@ from enum import Enum
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linprog
 
 from lipopt.domain import Domain, L1Ball
 from lipopt.network import Network
@@ -61,12 +60,13 @@ def pattern_affine_maps(
     return maps
 
 
-def check_region(network: Network, pattern: list[FloatArray], domain: Domain) -> RegionCheck:
-    """Solve the margin LP for ``pattern`` over ``domain`` (variables: x, t[, ℓ1 deviations])."""
+def _pattern_rows(
+    network: Network, pattern: list[FloatArray], n_vars: int
+) -> tuple[list[FloatArray], list[float]] | None:
+    """The margin LP's rows ``-σ_i A_i x / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
+    over ``(x, t, ...)``, one per hidden neuron whose ``A_i`` is not zero; None when a constant
+    pre-activation (``A_i = 0``) has the wrong sign, so the region is empty."""
     d = network.input_dim
-    l1 = isinstance(domain, L1Ball)
-    n_vars = d + 1 + (d if l1 else 0)  # x, t, dev
-    t_col = d
     rows: list[FloatArray] = []
     rhs: list[float] = []
     for (a_mat, d_vec), mask in zip(pattern_affine_maps(network, pattern), pattern):
@@ -75,20 +75,33 @@ def check_region(network: Network, pattern: list[FloatArray], domain: Domain) ->
         for i in range(a_mat.shape[0]):
             if norms[i] <= 1e-14:
                 if sign[i] * d_vec[i] < -1e-12:  # a constant pre-activation of the wrong sign
-                    return RegionCheck(Dimension.LOWER, -np.inf, None)
+                    return None
                 continue
             row = np.zeros(n_vars)
             row[:d] = -sign[i] * a_mat[i] / norms[i]
-            row[t_col] = 1.0
+            row[d] = 1.0
             rows.append(row)
             rhs.append(sign[i] * d_vec[i] / norms[i])
-    lower, upper = domain.bounding_box()
+    return rows, rhs
+
+
+def _domain_rows(
+    domain: Domain,
+    lower: FloatArray,
+    upper: FloatArray,
+    n_vars: int,
+    rows: list[FloatArray],
+    rhs: list[float],
+) -> list[tuple[float | None, float | None]]:
+    """Append the rows keeping ``x`` at distance ``t`` inside ``domain`` to ``rows``/``rhs``
+    and return the variables' bounds: a box ``lo + t <= x <= hi - t``; an ℓ1 ball
+    ``Σ_j dev_j + sqrt(d) t <= ρ`` with ``|x_j - c_j| <= dev_j`` (an ℓ2 ball of radius t fits)."""
+    d = len(lower)
     bounds: list[tuple[float | None, float | None]] = [
         (float(lo), float(hi)) for lo, hi in zip(lower, upper)
     ]
     bounds.append((None, 1.0))
-    if l1:
-        assert isinstance(domain, L1Ball)
+    if isinstance(domain, L1Ball):
         bounds.extend([(0.0, None)] * d)
         for j in range(d):
             for sgn in (1.0, -1.0):  # sgn (x_j - c_j) - dev_j <= 0
@@ -99,7 +112,7 @@ def check_region(network: Network, pattern: list[FloatArray], domain: Domain) ->
                 rhs.append(sgn * float(domain.center[j]))
         row = np.zeros(n_vars)  # Σ dev + sqrt(d) t <= ρ : an ℓ2 ball of radius t fits inside
         row[d + 1 :] = 1.0
-        row[t_col] = np.sqrt(d)
+        row[d] = np.sqrt(d)
         rows.append(row)
         rhs.append(domain.radius)
     else:
@@ -107,11 +120,26 @@ def check_region(network: Network, pattern: list[FloatArray], domain: Domain) ->
             for sgn, limit in ((-1.0, -float(lower[j])), (1.0, float(upper[j]))):
                 row = np.zeros(n_vars)
                 row[j] = sgn
-                row[t_col] = 1.0
+                row[d] = 1.0
                 rows.append(row)
                 rhs.append(limit)
+    return bounds
+
+
+def check_region(network: Network, pattern: list[FloatArray], domain: Domain) -> RegionCheck:
+    """Solve the margin LP for ``pattern`` over ``domain`` (variables: x, t[, ℓ1 deviations])."""
+    from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
+
+    d = network.input_dim
+    n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # x, t, dev
+    found = _pattern_rows(network, pattern, n_vars)
+    if found is None:
+        return RegionCheck(Dimension.LOWER, -np.inf, None)
+    rows, rhs = found
+    lower, upper = domain.bounding_box()
+    bounds = _domain_rows(domain, lower, upper, n_vars, rows, rhs)
     objective = np.zeros(n_vars)
-    objective[t_col] = -1.0
+    objective[d] = -1.0  # max t
     result = linprog(
         objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs"
     )
