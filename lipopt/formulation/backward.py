@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pe
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.formulation.terms import Term, is_constant, linear_map
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
+
+pe = lazy_module("pyomo.environ")
 
 
 def add_switch(

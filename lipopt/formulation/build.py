@@ -7,7 +7,6 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pe
 
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
@@ -17,8 +16,11 @@ from lipopt.formulation.forward import add_forward, add_input
 from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
 from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, _parse
+
+pe = lazy_module("pyomo.environ")
 
 
 class Formulation(str, Enum):

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pyomo.environ as pe
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.domain import Box, Domain, L1Ball, LinfBall
 from lipopt.formulation.terms import Term, is_constant, linear_map
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
+
+pe = lazy_module("pyomo.environ")
 
 
 def _box_input(model: pe.ConcreteModel, lower: np.ndarray, upper: np.ndarray) -> list[Term]:

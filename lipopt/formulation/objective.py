@@ -21,11 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyomo.environ as pe
-from pyomo.core.expr.numvalue import is_fixed
 
 from lipopt.formulation.terms import Term, is_constant
+from lipopt.lazy import lazy_module
 from lipopt.norms import InputNorm, OutputNorm
+
+pe = lazy_module("pyomo.environ")
 
 
 def _l1_of_gradient(
@@ -225,5 +226,5 @@ def set_cutoff(model: pe.ConcreteModel, cutoff: float | None) -> None:
     if model.component("cutoff") is not None:
         model.del_component("cutoff")
     expr = model.objective.expr
-    if cutoff is not None and not is_fixed(expr):
+    if cutoff is not None and not pe.is_fixed(expr):
         model.cutoff = pe.Constraint(expr=expr >= cutoff)

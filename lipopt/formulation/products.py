@@ -28,13 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pe
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NeuronState
 from lipopt.formulation.backward import backward_constraints
 from lipopt.formulation.objective import Candidate, set_cutoff
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
+
+pe = lazy_module("pyomo.environ")
 
 FloatArray = NDArray[np.float64]
 

@@ -21,14 +21,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
-import pyomo.environ as pe
 
 from lipopt.bounds.tangent import TangentBounds
 from lipopt.formulation.backward import add_switched_layer
 from lipopt.formulation.objective import box_ball, l1_ball
 from lipopt.formulation.terms import Term, linear_map
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm
+
+pe = lazy_module("pyomo.environ")
 
 #: the unit ball of each input norm, as variables ``v`` (ℓ∞) or ``v_pos - v_neg`` (ℓ1)
 DIRECTION_BALLS: dict[InputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {

@@ -6,8 +6,11 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
-import pyomo.environ as pe
 from numpy.typing import NDArray
+
+from lipopt.lazy import lazy_module
+
+pe = lazy_module("pyomo.environ")
 
 Term = Union[float, Any]  # a Python float or a Pyomo expression / variable
 

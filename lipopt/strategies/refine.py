@@ -13,17 +13,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pe
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.config import Mode
 from lipopt.formulation import LipschitzModel
 from lipopt.heuristics.witness import Witness, best_witness, value_at
+from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination
 from lipopt.verify import Dimension, check_region
+
+pe = lazy_module("pyomo.environ")
 
 FloatArray = NDArray[np.float64]
 
