@@ -125,7 +125,7 @@ def lipschitz(
             the maxima of ``±∂_j`` — one small MIP per candidate, best bound first, skipping
             candidates that cannot beat the best verified value (with a fixed c, the first is
             the best of :data:`DECOMPOSE_SAMPLES` random points and of the pattern climb from
-            the best of them, :func:`_climb`) — instead of one MIP with a
+            the best of them, :func:`lipopt.heuristics.starts.climb`) — instead of one MIP with a
             selection binary per candidate. ``"auto"`` (the default) decomposes when the input
             has at least ``AUTO_DECOMPOSE_MIN_DIM`` dimensions. No effect for the ℓ∞ input
             norm or ``mode="lp"``.
@@ -166,7 +166,7 @@ def lipschitz(
         attack: before the MIP, a gradient attack
             (:func:`~lipopt.estimators.attack.gradient_attack`, :data:`ATTACK_RESTARTS` searches
             of :data:`ATTACK_STEPS` moves) and a pattern climb from its point and from the best
-            sampled points (:func:`_climb`) find a point whose gradient norm ``L`` is attained;
+            sampled points (:func:`lipopt.heuristics.starts.climb`) find a point whose gradient norm ``L`` is attained;
             the MIP then requires ``objective >= L`` (less 1e-6 relative), so the solver prunes
             every branch that cannot beat it, and an infeasible verdict proves the constant is
             ``L``. With the ℓ1 decomposition the larger of ``L`` and the best sampled value is
@@ -178,7 +178,7 @@ def lipschitz(
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
-            under the cutoff of the best attained value (:func:`_sign_split`); the constant is
+            under the cutoff of the best attained value (:mod:`lipopt.strategies.halves`); the constant is
             the larger of the halves' maxima. True: every backward model with an open sign,
             instead of any race of ``formulation="auto"``; False (the default): never. Off by
             default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
@@ -187,7 +187,7 @@ def lipschitz(
             unstable neuron i whose pre-activation range ``[l, u]`` is most balanced (largest
             ``min(-l, u)``): its gate fixed to 1 and to 0, two halves solved side by side on
             two of the ``workers`` processes under the cutoff of the best attained value
-            (:func:`_gate_split`, ``attack="auto"`` then runs the attack); the constant is the
+            (:mod:`lipopt.strategies.halves`, ``attack="auto"`` then runs the attack); the constant is the
             larger of the halves' maxima. Either formulation, named explicitly (with
             ``formulation="auto"`` the two race on the cores instead), exact mode, the ℓ∞ input
             norm and a fixed c; not within the parts of a domain split (``split``), which
@@ -207,7 +207,7 @@ def lipschitz(
             halves on both cores (the forward model by ``gate_split``, the backward one by
             ``sign_split``) for the time left, from the racers' best attained point
             (``start_point``); the answer keeps the best bounds of the race and the split
-            (:func:`_split_leader`). True (the default); False: the racers run to the end.
+            (:mod:`lipopt.strategies.race`). True (the default); False: the racers run to the end.
             Side by side on the ℓ∞ unit boxes of benchmarks/speed.py (before the early
             decision) it took [10,20,20,1] seed 1 from 176.4 to 146.9 s and seed 0, whose race
             ends soon after the decision, from 33.0 to 53.6 s; [16,16,16,2] changed little

@@ -48,7 +48,7 @@ ATTACK_RESTARTS = 64
 
 ATTACK_STEPS = 400
 
-#: the pattern climb from the attack's point or the best sampled points (:func:`_climb`): its
+#: the pattern climb from the attack's point or the best sampled points (:func:`lipopt.heuristics.starts.climb`): its
 #: budget of margin LPs (1-3 ms each on the speed benchmark's networks), and how many of the
 #: best sampled points it also starts from after the attack
 CLIMB_CHECKS = 200
@@ -56,7 +56,7 @@ CLIMB_CHECKS = 200
 CLIMB_SAMPLED_STARTS = 3
 
 #: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
-#: away, with this many more LPs (:func:`~lipopt.estimators.climb.pattern_climb`)
+#: away, with this many more LPs (:func:`~lipopt.heuristics.climb.pattern_climb`)
 WIDE_FLIPS = 3
 
 WIDE_CHECKS = 300

@@ -1,7 +1,7 @@
 """Independent solves on several cores: forked worker processes.
 
 Two callers run solves side by side. The ℓ1 input norm's decomposition
-(:func:`lipopt.lipschitz._decomposed`) solves one small MIP per candidate ``±∂_j f``; the race
+(:mod:`lipopt.strategies.decompose`) solves one small MIP per candidate ``±∂_j f``; the race
 (:mod:`lipopt.race`) solves the forward and the backward model of one problem at once. Each
 worker here is a ``fork`` of the process that built the Pyomo model, so it owns a copy of
 everything without rebuilding or pickling it; tasks and answers (small, picklable) travel over
