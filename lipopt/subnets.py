@@ -38,7 +38,6 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import NetworkBounds, NeuronState, bounds_from_pre_activations
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Box, Domain, LinfBall
-from lipopt.formulation.build import Formulation, build
 from lipopt.network import Affine, Network, ReLU
 from lipopt.norms import InputNorm
 from lipopt.regions import RegionOptions, search_regions
@@ -76,6 +75,123 @@ def prefix_network(network: Network, k: int) -> Network:
     return Network.from_layers(layers)
 
 
+class _Refiner:
+    """The ``refine`` hook of :func:`~lipopt.bounds.tangent.tangent_bounds`: each live neuron
+    ``i`` of hidden layer ``k >= 1`` bounded by ``±L_ki`` (widened by :data:`WIDEN`), widest
+    CROWN range first, each with an equal share of the budget left; ``stats`` counts the work."""
+
+    def __init__(
+        self,
+        network: Network,
+        domain: Domain,
+        bounds: NetworkBounds,
+        norm: InputNorm,
+        adapter: Solver,
+        deadline: float,
+    ) -> None:
+        self.network = network
+        self.domain = domain
+        self.bounds = bounds
+        self.norm = norm
+        self.adapter = adapter
+        self.deadline = deadline
+        self.stats = {
+            "sub_mips": 0.0, "searches": 0.0, "searched": 0.0, "tightened": 0.0, "seconds": 0.0
+        }  # fmt: skip
+        self.box = domain if isinstance(domain, Box) else None
+        if isinstance(domain, LinfBall):
+            self.box = domain.as_box()  # the same set
+
+    def __call__(
+        self,
+        k: int,
+        lowers: Sequence[FloatArray],
+        uppers: Sequence[FloatArray],
+        lo: FloatArray,
+        hi: FloatArray,
+    ) -> tuple[FloatArray, FloatArray]:
+        lo, hi = lo.copy(), hi.copy()
+        bounds = self.bounds
+        prefix = prefix_network(self.network, k)
+        prefix_tangent = TangentBounds(tuple(lowers), tuple(uppers))
+        live = np.flatnonzero(bounds.states[k] != NeuronState.INACTIVE)
+        order = live[np.argsort(-(hi[live] - lo[live]), kind="stable")]
+        for position, i in enumerate(order):
+            remaining = self.deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            c = np.zeros(prefix.output_dim)
+            c[i] = 1.0
+            # the forward model reads only the pre-activation bounds of the prefix
+            prefix_bounds = bounds_from_pre_activations(
+                prefix, list(bounds.pre_lower[:k]), list(bounds.pre_upper[:k]), c
+            )
+            share = remaining / (len(order) - position)
+            bound = None
+            if self.box is not None and k == 1 and SEARCH_NODES > 0:
+                bound = self._search(prefix, c, prefix_bounds, share)
+                if bound is None:
+                    remaining = self.deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    share = remaining / (len(order) - position)
+            if bound is None:
+                bound = self._sub_mip(prefix, c, prefix_bounds, prefix_tangent, share)
+                if bound is None:
+                    continue
+            bound += WIDEN * max(1.0, abs(bound))
+            if bound < hi[i] or -bound > lo[i]:
+                self.stats["tightened"] += 1
+            hi[i] = min(hi[i], bound)
+            lo[i] = max(lo[i], -bound)
+        return lo, hi
+
+    def _search(
+        self, prefix: Network, c: FloatArray, prefix_bounds: NetworkBounds, share: float
+    ) -> float | None:
+        """``L_ki`` by the region search on the box (one hidden layer), or None when it did not
+        finish within :data:`SEARCH_NODES` nodes, its projection and ``share`` seconds."""
+        assert self.box is not None
+        options = RegionOptions(
+            node_limit=SEARCH_NODES,
+            time_limit=share,
+            projected_limit=SEARCH_PROJECTED_LIMIT,
+        )
+        try:
+            found = search_regions(
+                prefix, self.box.lower, self.box.upper, c, self.norm, prefix_bounds, options
+            )
+        except RuntimeError:  # an LP it could not decide: the sub-MIP answers instead
+            found = None
+        self.stats["searches"] += 1
+        if found is not None and found.complete and np.isfinite(found.upper):
+            self.stats["searched"] += 1
+            return float(found.upper)
+        return None
+
+    def _sub_mip(
+        self,
+        prefix: Network,
+        c: FloatArray,
+        prefix_bounds: NetworkBounds,
+        prefix_tangent: TangentBounds,
+        share: float,
+    ) -> float | None:
+        """The proven bound of the sub-network's forward MIP with ``c = e_i`` (relative gap
+        :data:`SUB_GAP`, ``share`` seconds), or None without a finite one."""
+        from lipopt.formulation.build import Formulation, build  # pyomo: not at import
+
+        lip = build(
+            prefix, self.domain, c, self.norm, prefix_bounds,
+            formulation=Formulation.FORWARD, tangent=prefix_tangent,
+        )  # fmt: skip
+        result = self.adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
+        self.stats["sub_mips"] += 1
+        if result.bound is None or not np.isfinite(result.bound):
+            return None
+        return float(result.bound)
+
+
 def subnet_tangent_bounds(
     network: Network,
     domain: Domain,
@@ -92,75 +208,9 @@ def subnet_tangent_bounds(
     so no sub-MIP), ``tightened`` (neurons whose range shrank), ``seconds``."""
     input_norm = InputNorm.parse(norm)
     start = time.perf_counter()
-    deadline = start + time_budget
-    stats = {"sub_mips": 0.0, "searches": 0.0, "searched": 0.0, "tightened": 0.0, "seconds": 0.0}
-    box = domain if isinstance(domain, Box) else None
-    if isinstance(domain, LinfBall):
-        box = domain.as_box()  # the same set
-
-    def refine(
-        k: int,
-        lowers: Sequence[FloatArray],
-        uppers: Sequence[FloatArray],
-        lo: FloatArray,
-        hi: FloatArray,
-    ) -> tuple[FloatArray, FloatArray]:
-        lo, hi = lo.copy(), hi.copy()
-        prefix = prefix_network(network, k)
-        prefix_tangent = TangentBounds(tuple(lowers), tuple(uppers))
-        live = np.flatnonzero(bounds.states[k] != NeuronState.INACTIVE)
-        order = live[np.argsort(-(hi[live] - lo[live]), kind="stable")]
-        for position, i in enumerate(order):
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                break
-            c = np.zeros(prefix.output_dim)
-            c[i] = 1.0
-            # the forward model reads only the pre-activation bounds of the prefix
-            prefix_bounds = bounds_from_pre_activations(
-                prefix, list(bounds.pre_lower[:k]), list(bounds.pre_upper[:k]), c
-            )
-            share = remaining / (len(order) - position)
-            bound = None
-            if box is not None and k == 1 and SEARCH_NODES > 0:
-                options = RegionOptions(
-                    node_limit=SEARCH_NODES,
-                    time_limit=share,
-                    projected_limit=SEARCH_PROJECTED_LIMIT,
-                )
-                try:
-                    found = search_regions(
-                        prefix, box.lower, box.upper, c, input_norm, prefix_bounds, options
-                    )
-                except RuntimeError:  # an LP it could not decide: the sub-MIP answers instead
-                    found = None
-                stats["searches"] += 1
-                if found is not None and found.complete and np.isfinite(found.upper):
-                    stats["searched"] += 1
-                    bound = float(found.upper)
-                else:
-                    remaining = deadline - time.perf_counter()
-                    if remaining <= 0:
-                        break
-                    share = remaining / (len(order) - position)
-            if bound is None:
-                lip = build(
-                    prefix, domain, c, input_norm, prefix_bounds,
-                    formulation=Formulation.FORWARD, tangent=prefix_tangent,
-                )  # fmt: skip
-                result = adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
-                stats["sub_mips"] += 1
-                if result.bound is None or not np.isfinite(result.bound):
-                    continue
-                bound = float(result.bound)
-            bound += WIDEN * max(1.0, abs(bound))
-            if bound < hi[i] or -bound > lo[i]:
-                stats["tightened"] += 1
-            hi[i] = min(hi[i], bound)
-            lo[i] = max(lo[i], -bound)
-        return lo, hi
-
+    refine = _Refiner(network, domain, bounds, input_norm, adapter, start + time_budget)
     tangent = tangent_bounds(network, bounds.states, input_norm, refine=refine)
+    stats = refine.stats
     stats["seconds"] = time.perf_counter() - start
     if say is not None:
         say(
