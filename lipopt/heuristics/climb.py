@@ -30,16 +30,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
 
 from lipopt.domain import Box, Domain, LinfBall
 from lipopt.heuristics.target import FloatArray
+from lipopt.lazy import lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
 from lipopt.verify import FULL_DIM_MARGIN, Dimension, check_region, pattern_affine_maps
+
+highspy = lazy_module("highspy")
+sparse = lazy_module("scipy.sparse")
 
 #: a neighbour must score this much more (relative) than the current pattern to be tried
 IMPROVEMENT = 1e-9
