@@ -16,7 +16,7 @@ from lipopt import driver, policy
 from lipopt.bounds import propagate
 from lipopt.config import Mode, resolve_formulation
 from lipopt.domain import Domain, check_dimension
-from lipopt.formulation import LipschitzModel, build
+from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation
 from lipopt.heuristics.witness import value_at
 from lipopt.network import Network
@@ -58,8 +58,8 @@ def build_model(
     form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
-        network, domain, seed, input_norm, net_bounds, relax=relax,
-        decompose=decompose and form is Formulation.BACKWARD, formulation=form,
+        network, domain, seed, input_norm, net_bounds,
+        ModelSpec(relax, decompose and form is Formulation.BACKWARD, form),
     )  # fmt: skip
 
 
@@ -164,9 +164,10 @@ def lipschitz(
             :func:`~lipopt.subnets.budget_for` seconds. ``"auto"`` (the default): for the forward
             formulation in exact mode, except on the parts of a domain split.
         attack: before the MIP, a gradient attack
-            (:func:`~lipopt.estimators.attack.gradient_attack`, :data:`ATTACK_RESTARTS` searches
-            of :data:`ATTACK_STEPS` moves) and a pattern climb from its point and from the best
-            sampled points (:func:`lipopt.heuristics.starts.climb`) find a point whose gradient norm ``L`` is attained;
+            (:func:`~lipopt.heuristics.attack.gradient_attack`, :data:`ATTACK_RESTARTS`
+            searches of :data:`ATTACK_STEPS` moves) and a pattern climb from its point and from
+            the best sampled points (:func:`lipopt.heuristics.starts.climb`) find a point whose
+            gradient norm ``L`` is attained;
             the MIP then requires ``objective >= L`` (less 1e-6 relative), so the solver prunes
             every branch that cannot beat it, and an infeasible verdict proves the constant is
             ``L``. With the ℓ1 decomposition the larger of ``L`` and the best sampled value is
@@ -178,17 +179,17 @@ def lipschitz(
         sign_split: split the backward model's search (ℓ∞ input norm, exact mode) in two
             halves, ``g_j >= 0`` and ``g_j <= 0`` for the gradient entry j of widest range
             (its sign binary fixed each way), solved side by side on ``workers`` processes
-            under the cutoff of the best attained value (:mod:`lipopt.strategies.halves`); the constant is
-            the larger of the halves' maxima. True: every backward model with an open sign,
-            instead of any race of ``formulation="auto"``; False (the default): never. Off by
-            default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
+            under the cutoff of the best attained value (:mod:`lipopt.strategies.halves`); the
+            constant is the larger of the halves' maxima. True: every backward model with an
+            open sign, instead of any race of ``formulation="auto"``; False (the default):
+            never. Off by default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
             badly where HiGHS's forward model does (docs/performance.md).
         gate_split: split the domain by the hyperplane ``z_1i(x) = 0`` of the first-layer
             unstable neuron i whose pre-activation range ``[l, u]`` is most balanced (largest
             ``min(-l, u)``): its gate fixed to 1 and to 0, two halves solved side by side on
             two of the ``workers`` processes under the cutoff of the best attained value
-            (:mod:`lipopt.strategies.halves`, ``attack="auto"`` then runs the attack); the constant is the
-            larger of the halves' maxima. Either formulation, named explicitly (with
+            (:mod:`lipopt.strategies.halves`, ``attack="auto"`` then runs the attack); the
+            constant is the larger of the halves' maxima. Either formulation, named explicitly (with
             ``formulation="auto"`` the two race on the cores instead), exact mode, the ℓ∞ input
             norm and a fixed c; not within the parts of a domain split (``split``), which
             already split the domain, nor where the first layer has no unstable neuron (the

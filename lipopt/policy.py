@@ -48,11 +48,11 @@ ATTACK_RESTARTS = 64
 
 ATTACK_STEPS = 400
 
-#: the pattern climb from the attack's point or the best sampled points (:func:`lipopt.heuristics.starts.climb`): its
-#: budget of margin LPs (1-3 ms each on the speed benchmark's networks), and how many of the
-#: best sampled points it also starts from after the attack
+#: the pattern climb from the attack's point or the best sampled points
+#: (:func:`lipopt.heuristics.starts.climb`): its budget of margin LPs (1-3 ms each on the speed
+#: benchmark's networks), and how many of the best sampled points it also starts from after
+#: the attack
 CLIMB_CHECKS = 200
-
 CLIMB_SAMPLED_STARTS = 3
 
 #: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates

@@ -179,11 +179,11 @@ class _Refiner:
     ) -> float | None:
         """The proven bound of the sub-network's forward MIP with ``c = e_i`` (relative gap
         :data:`SUB_GAP`, ``share`` seconds), or None without a finite one."""
-        from lipopt.formulation.build import Formulation, build  # pyomo: not at import
+        from lipopt.formulation.build import Formulation, ModelSpec, build  # pyomo: not at import
 
         lip = build(
             prefix, self.domain, c, self.norm, prefix_bounds,
-            formulation=Formulation.FORWARD, tangent=prefix_tangent,
+            ModelSpec(formulation=Formulation.FORWARD, tangent=prefix_tangent),
         )  # fmt: skip
         result = self.adapter.solve(lip.model, SolveOptions(time_limit=share, rel_gap=SUB_GAP))
         self.stats["sub_mips"] += 1

@@ -83,16 +83,25 @@ def _count(model: pe.ConcreteModel, ctype: type) -> int:
     return sum(1 for _ in model.component_data_objects(ctype, active=True, descend_into=True))
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to build: its LP relaxation (``relax``) or the MIP, the ℓ1 decomposition's
+    first candidate (``decompose``), the :class:`Formulation`, and the forward model's tangent
+    bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`)."""
+
+    relax: bool = False
+    decompose: bool = False
+    formulation: Formulation | str = Formulation.BACKWARD
+    tangent: TangentBounds | None = None
+
+
 def build(
     network: Network,
     domain: Domain,
     seed: Seed,
     norm: InputNorm | str,
     bounds: NetworkBounds,
-    relax: bool = False,
-    decompose: bool = False,
-    formulation: Formulation | str = Formulation.BACKWARD,
-    tangent: TangentBounds | None = None,
+    spec: ModelSpec = ModelSpec(),
 ) -> LipschitzModel:
     """Build ``max_{x ∈ domain} ||∇(w^T f)(x)||_{norm*}`` as a MIP (or its LP relaxation).
 
@@ -103,7 +112,8 @@ def build(
     takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`).
     """
     input_norm = InputNorm.parse(norm)
-    form = Formulation.parse(formulation)
+    relax, decompose, tangent = spec.relax, spec.decompose, spec.tangent
+    form = Formulation.parse(spec.formulation)
     if form is Formulation.FORWARD and isinstance(seed, OutputNorm):
         raise ValueError(
             "the forward formulation needs a fixed output weighting c, not an output norm"

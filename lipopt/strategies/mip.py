@@ -14,7 +14,7 @@ import numpy as np
 
 from lipopt.bounds import propagate
 from lipopt.bracket import Bracket, closed
-from lipopt.formulation import build
+from lipopt.formulation import ModelSpec, build
 from lipopt.formulation.objective import set_cutoff
 from lipopt.formulation.products import gate_products
 from lipopt.heuristics.starts import attack_witness
@@ -59,8 +59,7 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     start = time.perf_counter()
     lip = build(
         query.network, query.domain, query.seed, query.norm, net_bounds,
-        relax=not config.exact, decompose=node.decompose, formulation=node.formulation,
-        tangent=tangent,
+        ModelSpec(not config.exact, node.decompose, node.formulation, tangent),
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = _start_witness(node, query, limit, call_start, timings, ctx)

@@ -13,7 +13,7 @@ from pyomo.core.expr.visitor import identify_variables
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NeuronState
-from lipopt.formulation import build
+from lipopt.formulation import ModelSpec, build
 from lipopt.formulation.objective import Candidate, set_candidate
 from lipopt.formulation.products import gate_products, remove_products, set_products
 from lipopt.lipschitz import LipschitzError
@@ -48,7 +48,7 @@ def test_product_objective_is_the_gradient_entry_at_every_gate_pattern(seed, dom
     if isinstance(domain, LinfBall):
         for states in bounds.states:
             assert set(np.asarray(states).tolist()) == {0, 1, 2}
-    lip = build(net, domain, c, InputNorm.L1, bounds, decompose=True)
+    lip = build(net, domain, c, InputNorm.L1, bounds, ModelSpec(decompose=True))
     products = gate_products(net, c, bounds.states)
     assert products is not None
     weights = from_lipopt(net, domain)[0]
@@ -80,7 +80,7 @@ def test_each_candidate_has_the_same_maximum_and_cutoff_verdicts_as_the_backward
     bounds = propagate(net, domain, np.ones(1))
     assert all((np.asarray(s) == NeuronState.ACTIVE).any() for s in bounds.states)
     assert (np.asarray(bounds.states[1]) == NeuronState.UNSTABLE).any()
-    lip = build(net, domain, np.ones(1), InputNorm.L1, bounds, decompose=True)
+    lip = build(net, domain, np.ones(1), InputNorm.L1, bounds, ModelSpec(decompose=True))
     products = gate_products(net, np.ones(1), bounds.states)
     solver = get("highs")
     for cand in lip.candidates:
@@ -110,7 +110,7 @@ def test_removing_products_restores_the_backward_model() -> None:
     net = random_network(rng, [5, 6, 6, 1])
     domain = Box(np.zeros(5), np.ones(5))
     bounds = propagate(net, domain, np.ones(1))
-    lip = build(net, domain, np.ones(1), InputNorm.L1, bounds, decompose=True)
+    lip = build(net, domain, np.ones(1), InputNorm.L1, bounds, ModelSpec(decompose=True))
     products = gate_products(net, np.ones(1), bounds.states)
     set_products(lip.model, lip.activations, products, lip.candidates[0], cutoff=0.5)
     assert not lip.model.switch1.active and lip.model.cutoff.lower == 0.5
