@@ -182,8 +182,9 @@ def lipschitz(
             under the cutoff of the best attained value (:mod:`lipopt.strategies.halves`); the
             constant is the larger of the halves' maxima. True: every backward model with an
             open sign, instead of any race of ``formulation="auto"``; False (the default):
-            never. Off by default: it beat the race where SCIP's backward model wins ([10,20,20,1]) and lost
-            badly where HiGHS's forward model does (docs/performance.md).
+            never. Off by default: it beat the race where SCIP's backward model wins
+            ([10,20,20,1]) and lost badly where HiGHS's forward model does
+            (docs/performance.md).
         gate_split: split the domain by the hyperplane ``z_1i(x) = 0`` of the first-layer
             unstable neuron i whose pre-activation range ``[l, u]`` is most balanced (largest
             ``min(-l, u)``): its gate fixed to 1 and to 0, two halves solved side by side on
