@@ -84,8 +84,11 @@ def answer(
     levers: dict[str, Any],
     progress: Say | None,
 ) -> LipschitzResult:
-    """The life of one query: check, plan, run, and the result."""
+    """The life of one query: check, plan, run, and the result. ``objective_args`` is
+    ``(c, output_norm)``; ``levers`` are :func:`lipopt.lipschitz`'s options (unset ones at
+    their defaults)."""
     policy = Policy.current()
+    levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy.auto_race_norms)
     node = plan(query, config, here(policy), policy)
     bracket = DRIVER.run(node, query, config.time_limit, context(progress, policy))

@@ -15,8 +15,8 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from lipopt.domain import Domain
+from lipopt.driver import answer
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
-from lipopt.lipschitz import lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -34,12 +34,12 @@ def estimate(
     bounds: str = "interval",
     **options: Any,
 ) -> Estimate:
-    """``lipschitz(..., mode="lp").value``; ``options`` go to :func:`lipopt.lipschitz`."""
+    """``lipschitz(..., mode="lp").value``; ``options`` as :func:`lipopt.lipschitz`'s."""
+    progress = options.pop("progress", None)
     with stopwatch() as elapsed:
         prob = problem(network, domain, norm, c)
-        result = lipschitz(
-            network, domain, prob.norm, prob.c, solver=solver, mode="lp", bounds=bounds, **options
-        )
+        levers = {"solver": solver, "mode": "lp", "bounds": bounds, **options}
+        result = answer(network, domain, prob.norm, (prob.c, None), levers, progress)
     return Estimate(
         NAME,
         float(result.value),

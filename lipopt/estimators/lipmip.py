@@ -14,8 +14,8 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from lipopt.domain import Domain
+from lipopt.driver import answer
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
-from lipopt.lipschitz import lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -32,10 +32,13 @@ def estimate(
     solver: str = "auto",
     **options: Any,
 ) -> Estimate:
-    """``lipschitz(...)``; ``options`` (``time_limit``, ``gap``, ``threads``, ...) pass through."""
+    """The exact MIP (what :func:`lipopt.lipschitz` answers); ``options`` (``time_limit``,
+    ``gap``, ``threads``, ``progress``, ...) pass through."""
+    progress = options.pop("progress", None)
     with stopwatch() as elapsed:
         prob = problem(network, domain, norm, c)
-        result = lipschitz(network, domain, prob.norm, prob.c, solver=solver, **options)
+        levers = {"solver": solver, **options}
+        result = answer(network, domain, prob.norm, (prob.c, None), levers, progress)
     kind = KIND if result.status == "optimal" else Kind.UPPER
     return Estimate(
         NAME,
