@@ -157,6 +157,14 @@ def _commit() -> str:
 
 def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
     widths, domain, seed, norm, config, time_limit = args
+    # what a solve loads: timed here for neither commit (lipopt loads them on first use since
+    # issue 26; benchmarks/startup.py measures that start-up on its own)
+    import highspy  # noqa: F401
+    import pyomo.environ  # noqa: F401
+    import pyscipopt  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    import scipy.sparse  # noqa: F401
+
     import lipopt
 
     net, region, c = make_case(widths, domain, seed)
