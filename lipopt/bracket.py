@@ -1,9 +1,9 @@
 """A strategy's answer: a proven upper bound and an attained lower bound, with how it was found.
 
-Two ways to combine answers (used by the driver and the strategies):
+Two ways the strategies combine answers:
 
-* **meet** — several certificates of the *same* question (the race's racers, the region search
-  and the MIP after it): the smallest proven upper bound and the largest attained lower bound
+* **meet** — several certificates of the *same* question (the race's racers, the probe, the
+  leader's split): the smallest proven upper bound and the largest attained lower bound
   (:func:`meet`);
 * **union** — a cover of the question by parts whose largest maximum is the answer (the domain
   split's parts, the ℓ1 candidates, the halves of a split): the largest part bound, the best

@@ -15,13 +15,15 @@ from typing import Any
 from lipopt.bracket import Bracket
 from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
 from lipopt.domain import Domain
+from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
-from lipopt.plan import DomainSplit, Mip, Node, Race, RegionSearch, facts_here, plan
+from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
 from lipopt.query import Query
 from lipopt.result import LipschitzResult
+from lipopt.solvers.registry import is_auto
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
 from lipopt.strategies.mip import run_mip
@@ -54,7 +56,7 @@ class Driver:
             query.network, query.domain, query.norm, objective(query), levers,
             ctx.policy.auto_race_norms,
         )  # fmt: skip
-        node = plan(query, config, here(ctx.policy), ctx.policy)
+        node = plan(query, config, here(ctx.policy, config), ctx.policy)
         return self.run(node, query, config.time_limit, ctx)
 
 
@@ -66,9 +68,11 @@ def objective(query: Query) -> tuple[Any, OutputNorm | None]:
     return (None, query.seed) if isinstance(query.seed, OutputNorm) else (query.seed, None)
 
 
-def here(policy: Policy) -> Any:
-    """This machine's facts, for the solvers a plan may pick by itself."""
-    return facts_here(frozenset(policy.auto_race_solvers.values()))
+def here(policy: Policy, config: SolveConfig) -> Facts:
+    """This machine's facts; the solvers a plan may pick by itself (the race's, with
+    ``solver="auto"``) are checked only where the formulations may race."""
+    racing = config.formulation is None and is_auto(config.solver)
+    return facts_here(frozenset(policy.auto_race_solvers.values()) if racing else frozenset())
 
 
 def context(progress: Say | None, policy: Policy, stop: StopHook | None = None) -> Context:
@@ -87,10 +91,14 @@ def answer(
     """The life of one query: check, plan, run, and the result. ``objective_args`` is
     ``(c, output_norm)``; ``levers`` are :func:`lipopt.lipschitz`'s options (unset ones at
     their defaults)."""
+    unknown = sorted(set(levers) - set(LEVER_DEFAULTS))
+    if unknown:  # what Python says of lipschitz() called with that keyword
+        raise TypeError(f"lipschitz() got an unexpected keyword argument {unknown[0]!r}")
+    load_for_solving()
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy.auto_race_norms)
-    node = plan(query, config, here(policy), policy)
+    node = plan(query, config, here(policy, config), policy)
     bracket = DRIVER.run(node, query, config.time_limit, context(progress, policy))
     return to_result(bracket, query)
 
@@ -101,12 +109,13 @@ def solve_entry(
     """A racer's question as :func:`lipopt.lipschitz`'s keywords (with ``norm`` and ``c``),
     silently, its MIPs reporting to ``stop`` (what a race's racer runs)."""
     arguments = {k: v for k, v in entry.items() if k not in ("norm", "c", "output_norm")}
+    load_for_solving()
     policy = Policy.current()
     query, config = configure(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),
         {**LEVER_DEFAULTS, **arguments}, policy.auto_race_norms,
     )  # fmt: skip
-    node = plan(query, config, here(policy), policy)
+    node = plan(query, config, here(policy, config), policy)
     return DRIVER.run(node, query, config.time_limit, context(None, policy, stop))
 
 

@@ -145,13 +145,13 @@ def lipschitz(
             derivative ``c^T J(x) v`` for ``v`` in the input norm's unit ball: no objective
             binaries; a fixed c only). ``"auto"`` (the default): in exact mode with a fixed c,
             the ℓ∞ input norm and HiGHS or SCIP on two or more cores, the backward model for
-            :data:`~lipopt.race.RACE_AFTER` seconds, then, if unfinished, both raced on two
+            :data:`~lipopt.policy.RACE_AFTER` seconds, then, if unfinished, both raced on two
             processes for the time left (:mod:`lipopt.race`; with ``solver="auto"`` SCIP
             solves the raced backward model); backward otherwise. With ``regions="auto"`` and
             at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
             starts at once, without the probe, and the backward racer searches the regions
             before its MIP. If neither racer has finished after
-            :data:`~lipopt.race.LEADER_AFTER` seconds, the leader is solved again split in
+            :data:`~lipopt.policy.LEADER_AFTER` seconds, the leader is solved again split in
             halves (``split_leader``). With ``sign_split=True`` the backward model split on a
             gradient sign runs on the two processes instead of the race.
         workers: processes for independent solves on this machine's cores — the race of
@@ -200,9 +200,9 @@ def lipschitz(
             45.6 -> 35.0 s and 100.2 -> 80.9 s against the whole model with the same cutoff;
             on SCIP's backward model of [10,20,20,1] 32.5 -> 38.3 s (docs/performance.md).
         split_leader: where the two formulations race (``formulation="auto"``), stop both
-            after :data:`~lipopt.race.LEADER_AFTER` seconds if neither has finished, or
-            earlier, from :data:`~lipopt.race.EARLY_LEADER_AFTER` seconds on, once the proven
-            bound one racer reports while solving is :data:`~lipopt.race.DECISIVE_RATIO` times
+            after :data:`~lipopt.policy.LEADER_AFTER` seconds if neither has finished, or
+            earlier, from :data:`~lipopt.policy.EARLY_LEADER_AFTER` seconds on, once the proven
+            bound one racer reports while solving is :data:`~lipopt.policy.DECISIVE_RATIO` times
             below the other's; then solve the one with the smaller proven upper bound again
             (where at least ``LEADER_AFTER + MIN_LEADER_SPLIT_SECONDS`` = 90 s are left, or
             without a time limit; if no racer has a bound by then, they race on), split in

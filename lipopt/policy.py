@@ -119,9 +119,6 @@ EARLY_LEADER_AFTER = 10.0
 
 DECISIVE_RATIO = 1.3
 
-#: seconds between two looks at the racers' reported bounds
-POLL_SECONDS = 1.0
-
 
 @dataclass(frozen=True)
 class Policy:
@@ -151,7 +148,6 @@ class Policy:
     leader_after: float
     early_leader_after: float
     decisive_ratio: float
-    poll_seconds: float
 
     @classmethod
     def current(cls) -> Policy:

@@ -6,10 +6,10 @@ but which one a solver finishes first varies from network to network by factors 
 each in its own process on its own core, and takes the first exact answer, stopping the other.
 If neither finishes within the time limit, both answers are still certified: the result keeps
 the smaller upper bound and the larger attained lower bound (with its witness). With
-``split_leader`` (the default) the racers stop after :data:`LEADER_AFTER` seconds, or earlier
-once the proven bounds they report while solving show a clear leader (:data:`EARLY_LEADER_AFTER`,
-:data:`DECISIVE_RATIO`), and the caller solves the leader again split in halves on both cores
-(:mod:`lipopt.strategies.race`).
+``split_leader`` (the default) the racers stop after :data:`~lipopt.policy.LEADER_AFTER`
+seconds, or earlier once the proven bounds they report while solving show a clear leader
+(:data:`~lipopt.policy.EARLY_LEADER_AFTER`, :data:`~lipopt.policy.DECISIVE_RATIO`), and the
+caller solves the leader again split in halves on both cores (:mod:`lipopt.strategies.race`).
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lipopt import policy
 from lipopt.bracket import FINISHED, meet
 from lipopt.domain import Domain
 from lipopt.network import Network
-from lipopt.policy import DECISIVE_RATIO, EARLY_LEADER_AFTER, LEADER_AFTER, RACE_AFTER
 from lipopt.solvers import SolverError
 from lipopt.workers import GRACE, ForkedWorkers, shared_floats
 
 #: one answer from several certified answers to the same question (:func:`lipopt.bracket.meet`)
 merge = meet
+
+
+#: seconds between two looks at the racers' reported bounds (how often, not a tuned threshold)
+POLL_SECONDS = 1.0
 
 
 class _Reports:
@@ -78,8 +80,8 @@ def race_answers(
     error does not stop the others; if every racer failed, the first error is raised.
 
     The racers' MIPs report their proven bounds while they solve; every
-    :data:`POLL_SECONDS`, ``stop_when(seconds into the race, {name: bound})`` (``inf`` for a
-    racer not yet reporting) may stop them all, each then answering with its bounds so far."""
+    :data:`POLL_SECONDS`, ``stop_when(seconds into the race, {name: bound})`` (``inf`` for
+    a racer not yet reporting) may stop them all, each then answering with its bounds so far."""
     reports = _Reports(list(entries))
 
     def solve(name: str) -> Any:
@@ -100,9 +102,7 @@ def race_answers(
                 break
             timeout = None if deadline is None else deadline - now
             if not stopping:
-                timeout = (
-                    policy.POLL_SECONDS if timeout is None else min(timeout, policy.POLL_SECONDS)
-                )
+                timeout = POLL_SECONDS if timeout is None else min(timeout, POLL_SECONDS)
             outcome = runner.next_outcome(timeout)
             if outcome is None:
                 if not stopping and stop_when(time.perf_counter() - start, reports.bounds()):
@@ -125,13 +125,4 @@ def race_answers(
     raise SolverError("no racer answered within the time limit")
 
 
-__all__ = [
-    "DECISIVE_RATIO",
-    "EARLY_LEADER_AFTER",
-    "FINISHED",
-    "GRACE",
-    "LEADER_AFTER",
-    "RACE_AFTER",
-    "merge",
-    "race_answers",
-]
+__all__ = ["FINISHED", "GRACE", "merge", "race_answers"]

@@ -12,8 +12,8 @@ import pytest
 from lipopt import Box, lipschitz
 from lipopt.driver import context, solve_entry
 from lipopt.norms import dual_norm
-from lipopt.policy import Policy
-from lipopt.race import DECISIVE_RATIO, EARLY_LEADER_AFTER, race_answers
+from lipopt.policy import DECISIVE_RATIO, EARLY_LEADER_AFTER, Policy
+from lipopt.race import race_answers
 from lipopt.workers import can_fork
 from tests.helpers import random_network
 from tests.test_race import race_at_once  # noqa: F401 (a fixture)
@@ -29,7 +29,7 @@ needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two 
 
 def test_the_rule_waits_for_its_time_and_a_clear_lead():
     said: list[str] = []
-    decisive = race_strategy.decisive(said.append)
+    decisive = race_strategy.decisive(said.append, Policy.current())
     clear = {"forward (highs)": 10.0, "backward (scip)": 10.0 * DECISIVE_RATIO + 0.01}
     assert not decisive(EARLY_LEADER_AFTER - 0.1, clear)  # too early
     close = {"forward (highs)": 10.0, "backward (scip)": 10.0 * DECISIVE_RATIO - 0.01}

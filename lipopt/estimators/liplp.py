@@ -36,10 +36,11 @@ def estimate(
 ) -> Estimate:
     """``lipschitz(..., mode="lp").value``; ``options`` as :func:`lipopt.lipschitz`'s."""
     progress = options.pop("progress", None)
+    output_norm = options.pop("output_norm", None)  # refused beside c, as lipschitz() does
     with stopwatch() as elapsed:
         prob = problem(network, domain, norm, c)
         levers = {"solver": solver, "mode": "lp", "bounds": bounds, **options}
-        result = answer(network, domain, prob.norm, (prob.c, None), levers, progress)
+        result = answer(network, domain, prob.norm, (prob.c, output_norm), levers, progress)
     return Estimate(
         NAME,
         float(result.value),

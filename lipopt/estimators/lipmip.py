@@ -35,10 +35,11 @@ def estimate(
     """The exact MIP (what :func:`lipopt.lipschitz` answers); ``options`` (``time_limit``,
     ``gap``, ``threads``, ``progress``, ...) pass through."""
     progress = options.pop("progress", None)
+    output_norm = options.pop("output_norm", None)  # refused beside c, as lipschitz() does
     with stopwatch() as elapsed:
         prob = problem(network, domain, norm, c)
         levers = {"solver": solver, **options}
-        result = answer(network, domain, prob.norm, (prob.c, None), levers, progress)
+        result = answer(network, domain, prob.norm, (prob.c, output_norm), levers, progress)
     kind = KIND if result.status == "optimal" else Kind.UPPER
     return Estimate(
         NAME,

@@ -206,11 +206,10 @@ def _racer_runner(problem: _Raced) -> Callable[[str, dict[str, Any], StopHook], 
     return run
 
 
-def decisive(say: Say, policy: Policy | None = None) -> Callable[[float, dict[str, float]], bool]:
+def decisive(say: Say, rule: Policy) -> Callable[[float, dict[str, float]], bool]:
     """``split_leader``'s early decision (:func:`~lipopt.race.race_answers`' ``stop_when``):
     from ``early_leader_after`` seconds into the race, stop the racers once one's proven bound
     is at least ``decisive_ratio`` times the other's."""
-    rule = policy or Policy.current()
 
     def decide(seconds: float, bounds: dict[str, float]) -> bool:
         if seconds < rule.early_leader_after or len(bounds) < 2:
