@@ -1,0 +1,152 @@
+"""Start-up cost (issue 26): ``import lipopt`` and a whole ``lipopt solve`` of a small network.
+
+    PYTHONPATH=. python benchmarks/startup.py                          # this checkout
+    PYTHONPATH=. python benchmarks/startup.py --vs /path/to/checkout   # side by side, in turn
+
+Each command runs as a fresh process (``python -c "import lipopt"``; ``python -m lipopt.cli
+solve`` on a [2, 8, 8, 1] network over the unit box, written by this script, and on the bundled
+2-input model), once to warm the disk cache and then ``--runs`` times, alternating with the
+other checkout's when ``--vs`` is given, so both see the same machine. The table gives the
+median, min and max wall seconds and the ratio of the medians; below it, the heaviest imports
+of one solve (``python -X importtime``), which is where a small solve's time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.machine import cpu_name  # noqa: E402
+from tests.helpers import random_network, save_onnx  # noqa: E402
+
+
+def commands(tiny: Path, tree: Path) -> dict[str, list[str]]:
+    """The measured commands, run with ``tree`` first on the path."""
+    bundled = tree / "models" / "synthetic-2x20x40x20x2.onnx"
+    return {
+        "import lipopt": [sys.executable, "-c", "import lipopt"],
+        "lipopt solve [2,8,8,1] --box 0,1": [
+            sys.executable, "-m", "lipopt.cli", "solve", str(tiny), "--box", "0,1",
+        ],
+        "lipopt solve bundled 2x20x40x20x2 --box 0,1 --c 1,-1": [
+            sys.executable, "-m", "lipopt.cli", "solve", str(bundled), "--box", "0,1",
+            "--c", "1,-1",
+        ],
+    }  # fmt: skip
+
+
+def wall(command: list[str], tree: Path) -> float:
+    """Seconds of one run of ``command`` (which must succeed) with ``tree`` importable."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    start = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True, cwd=tree)
+    return time.perf_counter() - start
+
+
+def heaviest_imports(command: list[str], tree: Path, count: int = 8) -> list[tuple[str, float]]:
+    """Seconds of ``command``'s imports by top-level package (``python -X importtime``: the
+    cumulative times of the outermost imports, added up per package), the ``count`` largest."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    run = [command[0], "-X", "importtime", *command[1:]]
+    done = subprocess.run(run, env=env, check=True, capture_output=True, text=True, cwd=tree)
+    totals: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or line.count("|") != 2:
+            continue
+        _, cumulative, name = line.split("|")
+        if cumulative.strip().isdigit() and not name[1:].startswith(" "):  # outermost only
+            package = name.strip().split(".")[0]
+            totals[package] = totals.get(package, 0.0) + int(cumulative) / 1e6
+    return sorted(totals.items(), key=lambda row: -row[1])[:count]
+
+
+def measure(trees: dict[str, Path], tiny: Path, runs: int) -> dict[tuple[str, str], list[float]]:
+    """Per (command, checkout) the wall seconds of each run, the checkouts in turn."""
+    times: dict[tuple[str, str], list[float]] = {}
+    for label in commands(tiny, ROOT):
+        for tree in trees.values():  # warm-up
+            wall(commands(tiny, tree)[label], tree)
+        for _ in range(runs):
+            for side, tree in trees.items():
+                seconds = wall(commands(tiny, tree)[label], tree)
+                times.setdefault((label, side), []).append(seconds)
+    return times
+
+
+def table(times: dict[tuple[str, str], list[float]], trees: dict[str, Path]) -> list[str]:
+    sides = list(trees)
+    head = "| command | " + " | ".join(f"{s}: median (min-max) s" for s in sides)
+    lines = [head + (" | ratio |" if len(sides) == 2 else " |")]
+    lines.append("|---" * (len(sides) + 1 + (len(sides) == 2)) + "|")
+    for label in dict.fromkeys(label for label, _ in times):
+        cells = []
+        for side in sides:
+            values = times[(label, side)]
+            med = statistics.median(values)
+            cells.append(f"{med:.2f} ({min(values):.2f}-{max(values):.2f})")
+        ratio = ""
+        if len(sides) == 2:
+            a, b = (statistics.median(times[(label, s)]) for s in sides)
+            ratio = f" {a / b:.2f} |"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |" + ratio)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="counted runs of each (default 7)")
+    parser.add_argument("--vs", type=Path, help="another checkout, measured in turn with this one")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
+    args = parser.parse_args(argv)
+    trees = {"this": ROOT} if args.vs is None else {"this": ROOT, "other": args.vs.resolve()}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory() as folder:
+        tiny = save_onnx(
+            random_network(np.random.default_rng(0), [2, 8, 8, 1]), Path(folder) / "t.onnx"
+        )
+        started = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        times = measure(trees, tiny, args.runs)
+        solve = commands(tiny, ROOT)["lipopt solve [2,8,8,1] --box 0,1"]
+        heavy = heaviest_imports(solve, ROOT)
+    lines = [
+        "# Start-up: `import lipopt` and small solves",
+        "",
+        f"`python benchmarks/startup.py {' '.join(sys.argv[1:] if argv is None else argv)}` "
+        f"on {cpu_name()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
+        f"started {started}; this = {ROOT.name} at {commit}"
+        + (f", other = {args.vs}" if args.vs else "")
+        + f"; {args.runs} runs each after one warm-up, whole processes, wall seconds.",
+        "",
+        *table(times, trees),
+        "",
+        "Imports of one `lipopt solve [2,8,8,1] --box 0,1` by top-level package (this checkout, "
+        "`python -X importtime`; Pyomo's import hooks load `scipy.stats` when its standard-form "
+        "compiler first touches SciPy):",
+        "",
+        "| package | s |",
+        "|---|---|",
+        *[f"| {name} | {seconds:.3f} |" for name, seconds in heavy],
+        "",
+    ]
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
