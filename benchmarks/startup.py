@@ -105,6 +105,12 @@ def table(times: dict[tuple[str, str], list[float]], trees: dict[str, Path]) -> 
     return lines
 
 
+def _commit(tree: Path) -> str:
+    """The checkout's short commit hash."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True)
+    return done.stdout.decode().strip() or "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="counted runs of each (default 7)")
@@ -112,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
     args = parser.parse_args(argv)
     trees = {"this": ROOT} if args.vs is None else {"this": ROOT, "other": args.vs.resolve()}
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = {side: _commit(tree) for side, tree in trees.items()}
     with tempfile.TemporaryDirectory() as folder:
         tiny = save_onnx(
             random_network(np.random.default_rng(0), [2, 8, 8, 1]), Path(folder) / "t.onnx"
@@ -126,10 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Start-up: `import lipopt` and small solves",
         "",
-        f"`python benchmarks/startup.py {' '.join(sys.argv[1:] if argv is None else argv)}` "
+        "`python benchmarks/startup.py"
+        + (" --vs OTHER" if args.vs else "")
+        + f" --runs {args.runs}` "
         f"on {cpu_name()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
-        f"started {started}; this = {ROOT.name} at {commit}"
-        + (f", other = {args.vs}" if args.vs else "")
+        f"started {started}; this = {commit['this']}"
+        + (f", other = {commit['other']}" if args.vs else "")
         + f"; {args.runs} runs each after one warm-up, whole processes, wall seconds.",
         "",
         *table(times, trees),
