@@ -28,6 +28,8 @@ from pathlib import Path
 import pyomo.environ as pe
 from pyomo.opt import ProblemFormat
 
+from lipopt.atomic import atomic_path
+
 #: file suffix -> Pyomo writer format
 FORMATS: dict[str, ProblemFormat] = {".lp": ProblemFormat.cpxlp, ".mps": ProblemFormat.mps}
 
@@ -38,6 +40,9 @@ class ExportError(ValueError):
 
 def write_model(model: pe.ConcreteModel, path: str | os.PathLike[str]) -> Path:
     """Write ``model`` to ``path`` in the format its suffix names (``.lp`` or ``.mps``).
+
+    The file is written to a temporary file beside ``path`` and renamed into place, so a reader
+    sees the old file or the whole new one, and an interrupted write leaves no partial file.
 
     Returns:
         The path written.
@@ -60,7 +65,8 @@ def write_model(model: pe.ConcreteModel, path: str | os.PathLike[str]) -> Path:
         problem = "is not a directory" if parent.exists() else "does not exist"
         raise ExportError(f"cannot write {str(target)!r}: {str(parent)!r} {problem}")
     try:
-        model.write(str(target), format=fmt, io_options={"symbolic_solver_labels": True})
+        with atomic_path(target) as temp:  # a reader never sees half a file (issue #32)
+            model.write(str(temp), format=fmt, io_options={"symbolic_solver_labels": True})
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ExportError(f"cannot write {str(target)!r}: {reason}") from None

@@ -1,0 +1,76 @@
+"""Atomic file writes: write to a temporary file in the target's folder, then rename it in place.
+
+A reader of the target sees the old file or the new one, never a mixture or a truncation (two
+writers at once: the last rename wins, whole); an interrupted write (an exception, Ctrl-C) leaves
+the target as it was and no temporary file behind. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _umask() -> int:
+    """The process's umask (from /proc on Linux: setting it to read it is not thread-safe)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(target: Path) -> int:
+    """The mode of an existing ``target``, else what ``open(target, "w")`` would create."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _fsync(path: Path) -> None:
+    """Flush ``path``'s data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary path beside ``target`` (same suffix) for the caller to write.
+
+    On normal exit the file is flushed to disk and renamed onto ``target`` (a symlink is
+    followed, so the file it points to is replaced, as ``open(target, "w")`` would write it).
+    On any exception, KeyboardInterrupt and SystemExit included, the temporary file is removed
+    and the exception re-raised; ``target`` is untouched.
+    """
+    final = Path(os.path.realpath(target))
+    fd, name = tempfile.mkstemp(
+        dir=final.parent, prefix="." + final.name + ".", suffix=final.suffix
+    )
+    temp = Path(name)
+    try:
+        os.close(fd)
+        os.chmod(temp, _mode_for(final))
+        yield temp
+        _fsync(temp)
+        os.replace(temp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_path`); returns ``Path(path)``."""
+    with atomic_path(path) as temp:
+        temp.write_text(text, encoding=encoding)
+    return Path(path)
