@@ -59,6 +59,7 @@ from synthetic import make_dataset  # noqa: E402
 
 import lipopt  # noqa: E402
 from lipopt import Affine, Box, LinfBall, Network, ReLU  # noqa: E402
+from lipopt.atomic import atomic_path, write_text_atomic  # noqa: E402
 from lipopt.compare import Unavailable, compare  # noqa: E402
 from lipopt.domain import Domain  # noqa: E402
 from lipopt.estimators import KINDS, Estimate, Kind  # noqa: E402
@@ -516,7 +517,8 @@ def figure1(cfg: Config, solver: str, path: Path, say: Callable[[str], None]) ->
     ax_r.set_title("Exact constant under regularisation")
     ax_r.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as temp:
+        fig.savefig(temp, dpi=120)
     plt.close(fig)
 
     solved = statuses.count("optimal")
@@ -649,7 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     if figure:
         text += ["", "## Figure 1", "", figure]
-    out.write_text("\n".join(text) + "\n")
+    write_text_atomic(out, "\n".join(text) + "\n")
     say(f"wrote {out}")
     return 0
 

@@ -18,6 +18,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from lipopt.atomic import write_text_atomic
+
 KEY = ("widths", "domain", "seed", "norm", "config")
 
 
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     before, after, committed = load(args.before), load(args.after), load(args.committed)
     text = [f"# {args.title}", "", args.header, "", *summary(before, after, committed), ""]
     text += [*rows(before, after, committed), ""]
-    args.out.write_text("\n".join(text))
+    write_text_atomic(args.out, "\n".join(text))
     print("\n".join(text))
     return 0
 

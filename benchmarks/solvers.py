@@ -41,6 +41,7 @@ from machine import cpu_name  # noqa: E402
 
 import lipopt  # noqa: E402
 from lipopt import Box, LinfBall, SolverError  # noqa: E402
+from lipopt.atomic import write_text_atomic  # noqa: E402
 from lipopt.domain import Domain  # noqa: E402
 from lipopt.solvers import registry  # noqa: E402
 
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(rows, solvers, args, argv)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write_text_atomic(args.out, text)
         print(f"wrote {args.out}")
     else:
         print(text)

@@ -260,7 +260,9 @@ def write_table(rows: list[Row], path: Path, argv: list[str], started: str) -> N
         ]
     lines += reference_summary(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    from lipopt.atomic import write_text_atomic  # in here: spawned jobs import this module
+
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def reference_summary(rows: list[Row]) -> list[str]:
@@ -292,7 +294,9 @@ def reference_summary(rows: list[Row]) -> list[str]:
 
 
 def save_rows(rows: list[Row], path: Path) -> None:
-    path.write_text("".join(json.dumps(asdict(r)) + "\n" for r in rows))
+    from lipopt.atomic import write_text_atomic
+
+    write_text_atomic(path, "".join(json.dumps(asdict(r)) + "\n" for r in rows))
 
 
 def load_rows(path: Path) -> list[Row]:

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.machine import cpu_name  # noqa: E402
+from lipopt.atomic import write_text_atomic  # noqa: E402
 from tests.helpers import random_network, save_onnx  # noqa: E402
 
 
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"| {name} | {seconds:.3f} |" for name, seconds in heavy],
         "",
     ]
-    args.out.write_text("\n".join(lines))
+    write_text_atomic(args.out, "\n".join(lines))
     print("\n".join(lines))
     return 0
 

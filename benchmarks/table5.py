@@ -46,6 +46,7 @@ from synthetic import make_dataset  # noqa: E402
 
 import lipopt  # noqa: E402
 from lipopt import Affine, LinfBall, Network, ReLU, certify  # noqa: E402
+from lipopt.atomic import write_text_atomic  # noqa: E402
 
 METHODS = ("naive", "pairwise", "cross")
 
@@ -461,10 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         if args.append and args.out.exists():
-            with args.out.open("a") as handle:
-                handle.write("\n" + text)
+            write_text_atomic(args.out, args.out.read_text() + "\n" + text)
         else:
-            args.out.write_text(text)
+            write_text_atomic(args.out, text)
         log(f"wrote {args.out}")
     return 0
 
