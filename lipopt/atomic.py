@@ -8,6 +8,7 @@ the target as it was and no temporary file behind. Standard library only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -50,9 +51,12 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     On normal exit the file is flushed to disk and renamed onto ``target`` (a symlink is
     followed, so the file it points to is replaced, as ``open(target, "w")`` would write it).
     On any exception, KeyboardInterrupt and SystemExit included, the temporary file is removed
-    and the exception re-raised; ``target`` is untouched.
+    and the exception re-raised; ``target`` is untouched. A target this process may not write
+    is refused (``PermissionError``), as ``open(target, "w")`` would refuse it.
     """
     final = Path(os.path.realpath(target))
+    if final.exists() and not os.access(final, os.W_OK):  # as open(target, "w") refuses it
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
     fd, name = tempfile.mkstemp(
         dir=final.parent, prefix="." + final.name + ".", suffix=final.suffix
     )

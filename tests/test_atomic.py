@@ -224,3 +224,18 @@ def test_export_killed_with_sigint_leaves_no_partial_file(tmp_path):
         assert proc.returncode != 130 or "lipopt export: interrupted" in stderr
         return
     pytest.fail("the export finished before SIGINT three times: the test did not interrupt it")
+
+
+def test_a_target_this_process_may_not_write_is_refused_as_open_would(tmp_path, monkeypatch):
+    """A read-only file is not replaced behind its owner's back (root may write anything, so
+    the check is made through os.access, which is what is stubbed here)."""
+    target = tmp_path / "kept.txt"
+    target.write_text("old")
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == target else real_access(p, mode)
+    )
+    with pytest.raises(PermissionError):
+        write_text_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
