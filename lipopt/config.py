@@ -124,6 +124,7 @@ def configure(
 
 def _check_limits(levers: dict[str, Any]) -> None:
     gap, time_limit, workers = levers["gap"], levers["time_limit"], levers["workers"]
+    threads = levers["threads"]
     if gap is not None and not (0 <= gap < 1):
         raise LipschitzError(f"gap must be in [0, 1), got {gap}")
     if time_limit is not None and not time_limit > 0:
@@ -133,6 +134,11 @@ def _check_limits(levers: dict[str, Any]) -> None:
             raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
         if workers < 1:
             raise LipschitzError(f"workers must be at least 1, got {workers}")
+    if threads is not None:  # checked as workers is, not handed to the solver as it is
+        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+            raise LipschitzError(f"threads must be a whole number or None, got {threads!r}")
+        if threads < 1:
+            raise LipschitzError(f"threads must be at least 1, got {threads}")
 
 
 def resolve_formulation(

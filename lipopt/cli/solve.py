@@ -218,6 +218,12 @@ def _format_stages(timings: dict[str, float]) -> str:
     return ", ".join(f"{k} {timings.get(k, 0.0):.2f}" for k in shown)
 
 
+def _no_model(result: LipschitzResult) -> str:
+    """What the summary says of an answer without a MIP model: "no MIP needed" only where it
+    is exact; an unfinished answer may have come after a MIP that proved nothing."""
+    return "no MIP needed" if result.status == "optimal" else "no MIP model in this answer"
+
+
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
     """The short human summary printed without --json."""
     dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
@@ -244,7 +250,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
             f"model     {stats['variables']} variables, {stats['constraints']} constraints, "
             f"{stats['binaries']} binaries ({stats['unstable_neurons']} unstable neurons)"
             if stats["variables"]
-            else f"model     no MIP needed ({stats['unstable_neurons']} unstable neurons)"
+            else f"model     {_no_model(result)} ({stats['unstable_neurons']} unstable neurons)"
         ),
         f"time      {result.seconds:.2f} s ({_format_stages(result.timings)})    "
         f"solver {result.solver}",

@@ -41,6 +41,8 @@ def _read_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onn
         path = Path(source)
         if not path.is_file():
             raise OnnxImportError(f"no such ONNX file: {str(path)!r}")
+        if path.stat().st_size == 0:
+            raise OnnxImportError(f"{str(path)!r} is empty, not an ONNX model")
         try:
             return onnx.load(str(path))
         except Exception as exc:
@@ -50,14 +52,16 @@ def _read_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onn
     )
 
 
-def _check(model: onnx.ModelProto) -> None:
-    """``onnx.checker`` on the model; its complaint becomes an OnnxImportError."""
+def _check(model: onnx.ModelProto, source: object) -> None:
+    """``onnx.checker`` on the model; its complaint becomes an OnnxImportError naming the file
+    (``source``, when it is a path)."""
     import onnx
 
+    what = f"{str(source)!r} is" if isinstance(source, (str, os.PathLike)) else "the model is"
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
-        raise OnnxImportError(f"not a valid ONNX model: {exc}") from exc
+        raise OnnxImportError(f"{what} not a valid ONNX model: {exc}") from exc
 
 
 def _opset(model: onnx.ModelProto) -> int:
@@ -239,7 +243,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
     from onnx import numpy_helper
 
     model = _read_model(source)
-    _check(model)
+    _check(model, source)
     opset = _opset(model)
     graph = model.graph
     if graph.sparse_initializer:
