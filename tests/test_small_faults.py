@@ -70,3 +70,34 @@ def test_a_finished_answer_without_a_model_says_none_was_needed():
     net = random_network(np.random.default_rng(0), [2, 4, 1])
     text = format_result(_regionless("optimal"), net, Box([0.0, 0.0], [1.0, 1.0]), "n.onnx")
     assert "no MIP needed (7 unstable neurons)" in text
+
+
+def test_a_split_answer_keeps_the_note_that_the_optimum_was_not_shown_attained():
+    """On the domain-split path (boxes of <= 4 inputs) an optimal answer whose witness region
+    is not full-dimensional says so, as on every other path, before the split's own note."""
+    from lipopt.network import Affine, Network, ReLU
+    from lipopt.query import Query
+    from lipopt.split import SplitOutcome
+    from lipopt.strategies.domain_split import _bracket
+
+    # relu(x - 0.5) + relu(0.5 - x): at x = 0.5 both neurons are off, a pattern whose region
+    # {x < 0.5 and x > 0.5} has no interior
+    first = Affine(np.array([[1.0], [-1.0]]), np.array([-0.5, 0.5]))
+    net = Network.from_layers([first, ReLU(), Affine(np.array([[1.0, 1.0]]), np.zeros(1))])
+    box = Box([0.0], [1.0])
+    outcome = SplitOutcome(
+        upper=1.0, lower=1.0, witness=np.array([0.5]), best=None, solved=[], parts_made=3,
+        parts_pruned=3, complete=True, bound_seconds=0.0,
+    )  # fmt: skip
+    bracket = _bracket(Query(net, box, lipopt_norm("linf"), np.ones(1)), box, outcome, 0.1)
+    assert bracket.status == "optimal" and not bracket.exact_certified
+    assert bracket.message.startswith("the optimum could not be shown to be attained")
+    assert bracket.message.endswith(
+        "domain split into 3 parts: 0 solved by MIP, 3 pruned by bounds"
+    )
+
+
+def lipopt_norm(name: str):
+    from lipopt.norms import InputNorm
+
+    return InputNorm.parse(name)

@@ -16,6 +16,7 @@ from lipopt.plan.nodes import DomainSplit, Mip
 from lipopt.query import Query
 from lipopt.split import SplitOutcome, SplitProblem, branch_and_bound
 from lipopt.strategies.context import Context
+from lipopt.strategies.refine import refinement_message
 from lipopt.verify import Dimension, check_region
 
 
@@ -69,17 +70,24 @@ def _bracket(query: Query, box: Box, outcome: SplitOutcome, total: float) -> Bra
     witness = Witness(outcome.witness, outcome.lower, full)
     gap_open = any(r.status == "gap_limit" for r in solved)
     status = ("gap_limit" if gap_open else "optimal") if outcome.complete else "time_limit"
+    exact = outcome.complete and attains(outcome.upper, witness)
+    refinements = sum(r.refinements for r in solved)
+    split_note = (
+        f"domain split into {outcome.parts_made} parts: {len(solved)} solved by MIP, "
+        f"{outcome.parts_pruned} pruned by bounds"
+    )
+    # what the user must know of the answer itself comes first, as on every other path
+    notes = [refinement_message(refinements, status, exact), split_note]
     return Bracket(
         upper=outcome.upper,
         lower=outcome.lower,
         witness=outcome.witness,
         status=status,
-        exact_certified=outcome.complete and attains(outcome.upper, witness),
+        exact_certified=exact,
         model_stats=stats,
         timings=timings,
         solver=solved[0].solver if solved else "none (bounds sufficed)",
         nodes=sum(r.nodes or 0 for r in solved),
-        refinements=sum(r.refinements for r in solved),
-        message=f"domain split into {outcome.parts_made} parts: {len(solved)} solved by MIP, "
-        f"{outcome.parts_pruned} pruned by bounds",
+        refinements=refinements,
+        message="; ".join(note for note in notes if note),
     )
