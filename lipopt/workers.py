@@ -41,26 +41,32 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def may_fork() -> bool:
+    """This process may fork children (POSIX; not a daemonic worker such as a
+    ``multiprocessing.Pool``'s or a racer)."""
+    return "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
+
+
 def can_fork(solver: str) -> bool:
-    """An in-process solver, two cores or more, and a process that may fork children (POSIX;
-    not a daemonic worker such as a ``multiprocessing.Pool``'s or a racer)."""
-    return (
-        solver in FORK_SOLVERS
-        and available_cores() >= 2
-        and "fork" in mp.get_all_start_methods()
-        and not mp.current_process().daemon
-    )
+    """An in-process solver, two cores or more, and a process that may fork children."""
+    return solver in FORK_SOLVERS and available_cores() >= 2 and may_fork()
+
+
+def process_count(solver: str, workers: int | None, tasks: int, cores: int, fork: bool) -> int:
+    """Processes for ``tasks`` independent solves on ``cores`` cores: ``workers`` (None: every
+    core), never more than the tasks or the cores, and 1 (no process) where ``solver`` cannot
+    be forked (a subprocess solver, one core, or ``fork`` False)."""
+    if workers is not None and workers <= 1:
+        return 1
+    if not (solver in FORK_SOLVERS and cores >= 2 and fork):
+        return 1
+    limit = cores if workers is None else min(workers, cores)
+    return max(1, min(limit, tasks))
 
 
 def worker_count(solver: str, workers: int | None, tasks: int) -> int:
-    """Processes for ``tasks`` independent solves: ``workers`` (None: every core), never more
-    than the tasks or the cores, and 1 (no process) where :func:`can_fork` says no."""
-    if workers is not None and workers <= 1:
-        return 1
-    if not can_fork(solver):
-        return 1
-    limit = available_cores() if workers is None else min(workers, available_cores())
-    return max(1, min(limit, tasks))
+    """:func:`process_count` on this process's cores and fork permission."""
+    return process_count(solver, workers, tasks, available_cores(), may_fork())
 
 
 def _serve(conn: Connection, handle: Callable[[Any], Any]) -> None:
