@@ -35,7 +35,8 @@ class Bracket:
         upper: proven upper bound.
         lower: a value attained at ``witness`` (recomputed in numpy), or None.
         witness: the input where ``lower`` is attained.
-        status: ``optimal``, ``gap_limit``, ``time_limit``, ``interrupted`` or ``relaxation``.
+        status: ``optimal``, ``gap_limit``, ``time_limit``, ``solver_error``, ``interrupted`` or
+            ``relaxation``.
         exact_certified: ``upper`` is attained on a full-dimensional region
             (:func:`lipopt.heuristics.witness.attains`).
         model_stats, timings, solver, nodes, refinements, message: as in

@@ -10,8 +10,10 @@ and turn the :class:`~lipopt.bracket.Bracket` into a :class:`~lipopt.result.Lips
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from lipopt.bounds.interval import interval_bounds
 from lipopt.bracket import Bracket
 from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
 from lipopt.domain import Domain
@@ -23,9 +25,11 @@ from lipopt.policy import Policy
 from lipopt.progress import Say, silent
 from lipopt.query import Query
 from lipopt.result import LipschitzResult
-from lipopt.solvers.registry import is_auto
+from lipopt.solvers import NoBoundError, SolverFailure
+from lipopt.solvers.registry import available, is_auto
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
+from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
 from lipopt.strategies.mip import run_mip
 from lipopt.strategies.race import run_race
 from lipopt.strategies.region_search import run_regions
@@ -99,8 +103,42 @@ def answer(
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy.auto_race_norms)
     node = plan(query, config, here(policy, config), policy)
-    bracket = DRIVER.run(node, query, config.time_limit, context(progress, policy))
-    return to_result(bracket, query)
+    ctx = context(progress, policy)
+    try:
+        bracket = DRIVER.run(node, query, config.time_limit, ctx)
+    except (SolverFailure, NoBoundError) as err:
+        if err.bracket is None:  # nothing proven on the way: the interval bounds' bracket
+            err.bracket = floor_bracket(
+                query, interval_bounds(query.network, query.domain, query.seed), None, {}
+            )
+        bracket = kept_after(None, err, ctx.say)
+    hint = takeover(config.solver, bracket.status)
+    if hint:
+        ctx.say(hint)
+        bracket = replace(bracket, message=f"{bracket.message}; {hint}")
+    return to_result(with_a_lower(bracket, query), query)
+
+
+def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
+    """``bracket`` with an attained lower bound where it has none (a search stopped before any
+    point was verified): the value at the centre or a few sampled points
+    (:func:`~lipopt.strategies.floor.quick_witness`)."""
+    if bracket.lower is not None:
+        return bracket
+    found = quick_witness(query)
+    if found is None:
+        return bracket
+    upper = max(bracket.upper, found.norm_value)
+    return replace(bracket, lower=found.norm_value, witness=found.point, upper=upper)
+
+
+def takeover(solver: str, status: str) -> str:
+    """Which other installed solvers could take over from a failed explicit ``solver`` ("" for
+    ``auto``, whose race already runs two, and for any other status)."""
+    if is_auto(solver) or status != "solver_error":
+        return ""
+    others = [name for name in available() if name != solver.strip().lower()]
+    return f"installed solvers that could take over: {', '.join(others)}" if others else ""
 
 
 def solve_entry(

@@ -24,9 +24,8 @@ from lipopt.norms import InputNorm, OutputNorm
 from lipopt.query import LipschitzError, Query, resolve_c, resolve_seed
 from lipopt.regions import RegionOptions
 from lipopt.result import LipschitzResult
-from lipopt.solvers import SolverError
+from lipopt.solvers import NoBoundError, SolverError
 from lipopt.split import SplitOptions
-from lipopt.strategies.refine import NoBoundError
 
 __all__ = [  # the facade's names, and those it re-exports from the layers below
     "LipschitzError", "LipschitzResult", "Mode", "NoBoundError", "SolverError", "InputNorm",

@@ -98,6 +98,31 @@ DECOMPOSE_SAMPLES = 2000
 
 DECOMPOSE_VERIFIED = 4
 
+#: how long past its limit a step waits for its worker processes (the race's racers, the pieces
+#: of a union) before stopping them and answering with what it has: this share of the limit
+#: plus these seconds. The racers stop their own solves at the limit; the wait covers sending
+#: their answers back. (It was 30 s: a [2000,2000,1] unit box with a 20 s limit took 52 s.)
+LIMIT_SLACK_SHARE = 0.05
+
+LIMIT_SLACK_SECONDS = 1.0
+
+#: seconds per network weight to build a model in Pyomo, a step that cannot be interrupted:
+#: with a time limit, a model whose build would not fit in the time left is not built, and the
+#: answer is the bounds' (measured for both formulations on unit boxes: [200,500,500,1]
+#: 1.1-1.2 s and [2000,2000,1] 13.4-14.7 s, 3.4e-6 s per weight)
+BUILD_SECONDS_PER_WEIGHT = 3.5e-6
+
+#: HiGHS's MIP presolve does not stop at the time limit: on the forward model of
+#: [200,500,500,1] (1.07 M nonzeros) it took 13.6 s under a 1 s limit and reduced nothing;
+#: without it the same solve stopped after 3.0 s with a proven bound. With a time limit, where
+#: weights times this rate exceed ``PRESOLVE_LIMIT_SHARE`` of the limit, the solve runs with
+#: ``LARGE_MODEL_OPTIONS``
+PRESOLVE_SECONDS_PER_WEIGHT = 3.9e-5
+
+PRESOLVE_LIMIT_SHARE = 0.5
+
+LARGE_MODEL_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
+
 #: seconds to give the probe (the backward model alone, in-process) before racing: most
 #: problems finish within it and never pay for starting processes
 RACE_AFTER = 5.0
@@ -148,6 +173,16 @@ class Policy:
     leader_after: float
     early_leader_after: float
     decisive_ratio: float
+    limit_slack_share: float
+    limit_slack_seconds: float
+    build_seconds_per_weight: float
+    presolve_seconds_per_weight: float
+    presolve_limit_share: float
+    large_model_options: dict[str, dict[str, Any]]
+
+    def slack(self, limit: float | None) -> float:
+        """Seconds a step waits for its workers past ``limit``."""
+        return self.limit_slack_seconds + self.limit_slack_share * (limit or 0.0)
 
     @classmethod
     def current(cls) -> Policy:

@@ -23,8 +23,8 @@ from typing import Any
 from lipopt.bracket import FINISHED, meet
 from lipopt.domain import Domain
 from lipopt.network import Network
-from lipopt.solvers import SolverError
-from lipopt.workers import GRACE, ForkedWorkers, shared_floats
+from lipopt.solvers import NoBoundError
+from lipopt.workers import ForkedWorkers, shared_floats
 
 #: one answer from several certified answers to the same question (:func:`lipopt.bracket.meet`)
 merge = meet
@@ -70,6 +70,7 @@ def race_answers(
     stop_when: Callable[[float, dict[str, float]], bool] | None = None,
     *,
     run: Callable[[str, dict[str, Any], Callable[[float, float], bool]], Any],
+    slack: float = 0.0,
 ) -> tuple[str | None, dict[str, Any]]:
     """Solve each named entry (a racer's question as :func:`lipopt.lipschitz`'s keywords over
     ``network`` and ``domain``) at once: ``run(name, entry, stop)`` in one forked process each
@@ -81,7 +82,11 @@ def race_answers(
 
     The racers' MIPs report their proven bounds while they solve; every
     :data:`POLL_SECONDS`, ``stop_when(seconds into the race, {name: bound})`` (``inf`` for
-    a racer not yet reporting) may stop them all, each then answering with its bounds so far."""
+    a racer not yet reporting) may stop them all, each then answering with its bounds so far.
+
+    The racers stop their own solves at their limits; racers still running ``slack`` seconds
+    after ``time_limit`` (a stage that could not be interrupted) are stopped, and the answers
+    already in are returned; with none, :class:`~lipopt.solvers.NoBoundError`."""
     reports = _Reports(list(entries))
 
     def solve(name: str) -> Any:
@@ -89,7 +94,7 @@ def race_answers(
 
     start = time.perf_counter()
     runner = ForkedWorkers(len(entries), solve)
-    deadline = None if time_limit is None else start + time_limit + GRACE
+    deadline = None if time_limit is None else start + time_limit + slack
     answers: dict[str, Any] = {}
     errors: list[BaseException] = []
     stopping = stop_when is None
@@ -122,7 +127,7 @@ def race_answers(
         return None, answers
     if errors:
         raise errors[0]
-    raise SolverError("no racer answered within the time limit")
+    raise NoBoundError("no racer answered within the time limit")
 
 
-__all__ = ["FINISHED", "GRACE", "merge", "race_answers"]
+__all__ = ["FINISHED", "merge", "race_answers"]

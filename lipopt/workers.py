@@ -12,13 +12,16 @@ same ``submit`` / ``next_result`` interface, so that the decomposition has one l
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
+import signal
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from lipopt.solvers import SolverError
+from lipopt.solvers import SolverError, SolverFailure
 
 #: solvers that run inside the Python process (a terminated worker stops its solve; CBC runs as
 #: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
@@ -28,9 +31,8 @@ FORK_SOLVERS = frozenset({"highs", "scip"})
 #: :func:`_terminate`; the lock is held only while a solve's output capture starts or ends)
 CAPTURE_LOCK_WAIT = 10.0
 
-#: how much longer than the time limit to wait for a child process (a racer, a worker) before
-#: giving up on it
-GRACE = 30.0
+#: Linux's prctl option: the signal a process receives when its parent dies
+PR_SET_PDEATHSIG = 1
 
 
 def available_cores() -> int:
@@ -69,10 +71,26 @@ def worker_count(solver: str, workers: int | None, tasks: int) -> int:
     return process_count(solver, workers, tasks, available_cores(), may_fork())
 
 
-def _serve(conn: Connection, handle: Callable[[Any], Any]) -> None:
+def die_with_parent(parent: int) -> None:
+    """In a worker: SIGTERM ends it at once (the parent stops workers so, and may itself turn
+    SIGTERM into an exception, :mod:`lipopt.cli.exits`), and on Linux the kernel kills it when
+    its parent (process ``parent``) dies, even by SIGKILL, so no worker outlives the command."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):  # no prctl here: ForkedWorkers.close() still stops it
+            pass
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+
+def _serve(conn: Connection, handle: Callable[[Any], Any], parent: int) -> None:
     """A worker's loop: answer each task with ``("ok", handle(task))`` or ``("error", err)``
     until it receives None. An error that cannot cross the pipe is sent as a
     :class:`SolverError` naming it."""
+    die_with_parent(parent)
     try:
         while True:
             task = conn.recv()
@@ -138,7 +156,7 @@ class ForkedWorkers:
         try:
             for _ in range(count):
                 here, there = ctx.Pipe(duplex=True)
-                proc = ctx.Process(target=_serve, args=(there, handle), daemon=True)
+                proc = ctx.Process(target=_serve, args=(there, handle, os.getpid()), daemon=True)
                 proc.start()
                 there.close()
                 self.started.append((here, proc))
@@ -177,7 +195,7 @@ class ForkedWorkers:
         try:
             kind, payload = conn.recv()
         except EOFError:
-            died = SolverError(f"the worker process for task {tag!r} ended without an answer")
+            died = SolverFailure(f"the worker process for task {tag!r} ended without an answer")
             return tag, "error", died
         self.free.append((conn, proc))
         return tag, kind, payload
@@ -231,7 +249,6 @@ def _terminate(proc: Any) -> None:
 
 __all__ = [
     "FORK_SOLVERS",
-    "GRACE",
     "ForkedWorkers",
     "InProcess",
     "can_fork",

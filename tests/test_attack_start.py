@@ -142,7 +142,7 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
     assert "attack" not in res.timings
     seen: dict[str, dict] = {}
 
-    def fake_race(network, domain, entries, time_limit, stop_when=None, run=None):
+    def fake_race(network, domain, entries, time_limit, stop_when=None, run=None, slack=0.0):
         seen.update(entries)
         raise lipschitz_module.SolverError("stopped by the test")
 

@@ -88,7 +88,7 @@ def test_stop_when_stops_both_racers_with_sound_bounds():
 def test_split_leader_races_with_the_early_rule_and_without_it_none(monkeypatch):
     seen: list[object] = []
 
-    def fake(network, domain, entries, time_limit, stop_when=None, run=None):
+    def fake(network, domain, entries, time_limit, stop_when=None, run=None, slack=0.0):
         seen.append(stop_when)
         return next(iter(entries)), {
             name: lipschitz_module.lipschitz(network, domain, **dict(entry, time_limit=None))

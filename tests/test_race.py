@@ -41,9 +41,11 @@ def _spy_on_race(monkeypatch) -> dict[str, dict]:
     seen: dict[str, dict] = {}
     real_race = race_module.race_answers
 
-    def spy(network, domain, entries, time_limit, stop_when=None, run=None):
+    def spy(network, domain, entries, time_limit, stop_when=None, run=None, slack=0.0):
         seen.update(entries)
-        return real_race(network, domain, entries, time_limit, stop_when=stop_when, run=run)
+        return real_race(
+            network, domain, entries, time_limit, stop_when=stop_when, run=run, slack=slack
+        )
 
     monkeypatch.setattr(race_module, "race_answers", spy)
     return seen

@@ -97,6 +97,10 @@ class _Regions:
         """The deadline has passed."""
         return self.deadline is not None and time.perf_counter() >= self.deadline
 
+    def left(self) -> float | None:
+        """Seconds to the deadline (None without one)."""
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
     def can_decide(self, pattern: list[FloatArray]) -> bool:
         """The pattern's verdict is kept, or an LP is left in the budget before the deadline."""
         if _key(pattern) in self.seen:
@@ -110,9 +114,10 @@ class _Regions:
         key = _key(pattern)
         if key not in self.seen:
             if isinstance(self.domain, (Box, LinfBall)):  # boxes: the LP handed over directly
-                self.seen[key] = _deep_point(self.network, pattern, *self.domain.bounding_box())
+                low, high = self.domain.bounding_box()
+                self.seen[key] = _deep_point(self.network, pattern, low, high, self.left())
             else:
-                check = check_region(self.network, pattern, self.domain)
+                check = check_region(self.network, pattern, self.domain, self.left())
                 full = check.dimension is Dimension.FULL and check.point is not None
                 self.seen[key] = check.point if full else None
             self.checks += 1
@@ -120,7 +125,11 @@ class _Regions:
 
 
 def _deep_point(
-    network: Network, pattern: list[FloatArray], lower: FloatArray, upper: FloatArray
+    network: Network,
+    pattern: list[FloatArray],
+    lower: FloatArray,
+    upper: FloatArray,
+    time_limit: float | None = None,
 ) -> FloatArray | None:
     """The margin LP of :func:`lipopt.verify.check_region` over the box ``[lower, upper]``,
 
@@ -157,6 +166,8 @@ def _deep_point(
     lp.a_matrix_.value_ = columns.data
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
+    if time_limit is not None:  # not decided in time: None, as an undecided region
+        highs.setOptionValue("time_limit", max(float(time_limit), 1e-3))
     highs.passModel(lp)
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -39,7 +39,7 @@ def attack_witness(
     starts = [point, *sampled]
     climbed = climb(query, starts, deadline, policy)
     points = starts if climbed is None else [*starts, climbed]
-    return best_witness(network, domain, query.seed, norm, points, rng, fallback=False)
+    return best_witness(network, domain, query.seed, norm, points, rng, False, deadline)
 
 
 def top_sampled(

@@ -7,6 +7,7 @@ full-dimensional linear region (checked by the margin LP, :func:`lipopt.verify.c
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,14 +62,18 @@ def best_witness(
     candidates: list[FloatArray],
     rng: np.random.Generator,
     fallback: bool = True,
+    deadline: float | None = None,
 ) -> Witness | None:
     """The best verified point among candidates: each candidate's own numpy pattern is checked
     to be full-dimensional, and its deepest point is used (a differentiable point). With
-    ``fallback``, random points of the domain are tried when no candidate qualifies."""
+    ``fallback``, random points of the domain are tried when no candidate qualifies. Past
+    ``deadline`` (``time.perf_counter()`` seconds) the margin LPs stop and candidates count only
+    where differentiable, uncertified."""
     best: Witness | None = None
     for x in candidates:
         pattern = network.activation_pattern(x)
-        check = check_region(network, pattern, domain)
+        left = None if deadline is None else deadline - time.perf_counter()
+        check = check_region(network, pattern, domain, left)
         full = check.dimension is Dimension.FULL and check.point is not None
         if full:
             point = check.point

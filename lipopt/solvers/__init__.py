@@ -1,13 +1,23 @@
 """Solver adapters behind one small protocol (see :mod:`lipopt.solvers.base`)."""
 
-from lipopt.solvers.base import SolveOptions, Solver, SolverError, SolveResult, Termination
+from lipopt.solvers.base import (
+    NoBoundError,
+    SolveOptions,
+    Solver,
+    SolverError,
+    SolveResult,
+    SolverFailure,
+    Termination,
+)
 from lipopt.solvers.registry import available, get
 
 __all__ = [
+    "NoBoundError",
     "SolveOptions",
     "SolveResult",
     "Solver",
     "SolverError",
+    "SolverFailure",
     "Termination",
     "available",
     "get",

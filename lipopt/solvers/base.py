@@ -24,7 +24,22 @@ INSTALL_HINTS: dict[str, str] = {
 
 
 class SolverError(RuntimeError):
-    """The solver is missing, refused the model, or failed; the message says which."""
+    """The solver is missing, refused an option, refused the model, or failed; the message
+    says which. ``bracket``: the best proven answer found before the error (None if none), set
+    by the strategy that saw it fail."""
+
+    bracket: Any = None
+
+
+class SolverFailure(SolverError):
+    """The solver ran on the model and failed (a licence refusal, a crash, numerical trouble,
+    a worker process that died): the answer's status is ``solver_error``. Not a mistake in the
+    user's input, unlike a missing solver or a refused option."""
+
+
+class NoBoundError(SolverError):
+    """The time limit came before the solver proved any bound: the answer's status is
+    ``time_limit``."""
 
 
 class Termination(str, Enum):

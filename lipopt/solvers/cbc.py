@@ -49,6 +49,7 @@ from lipopt.solvers.base import (
     SolveOptions,
     SolverError,
     SolveResult,
+    SolverFailure,
     Termination,
     constant_objective_result,
 )
@@ -207,7 +208,7 @@ class CbcSolver:
                 with stream:
                     results = solver.solve(model, logfile=str(logfile), **kwargs)
             except Exception as exc:  # the solver's own failure, reported as ours
-                raise SolverError(f"CBC failed: {_one_line(exc)}") from exc
+                raise SolverFailure(f"CBC failed: {_one_line(exc)}") from exc
             seconds = time.perf_counter() - start
             log = logfile.read_text(errors="replace") if logfile.exists() else ""
         rejected = _REJECTED.search(log)

@@ -21,6 +21,7 @@ from lipopt.solvers.base import (
     SolveOptions,
     SolverError,
     SolveResult,
+    SolverFailure,
     Termination,
     closed_exactly,
     constant_objective_result,
@@ -127,10 +128,10 @@ class GurobiSolver:
             results = solver.solve(model, **kwargs)
         except gurobipy.GurobiError as exc:
             if getattr(exc, "errno", None) == SIZE_LIMIT_ERROR or "size-limited" in str(exc):
-                raise SolverError(size_limit_message(model)) from None
-            raise SolverError(f"Gurobi failed: {exc}") from exc
+                raise SolverFailure(size_limit_message(model)) from None
+            raise SolverFailure(f"Gurobi failed: {exc}") from exc
         except Exception as exc:  # the solver's own failure, reported as ours
-            raise SolverError(f"Gurobi failed: {exc}") from exc
+            raise SolverFailure(f"Gurobi failed: {exc}") from exc
         seconds = time.perf_counter() - start
         termination = _status_map().get(results.termination_condition, Termination.ERROR)
         incumbent = results.incumbent_objective

@@ -22,6 +22,7 @@ from lipopt.solvers.base import (
     SolveOptions,
     SolverError,
     SolveResult,
+    SolverFailure,
     Termination,
     constant_objective_result,
 )
@@ -195,7 +196,7 @@ class HighsSolver:
                 solver=f"highs {self.version()}", log=f"[no solve: {exc}]\n",
             )  # fmt: skip
         except Exception as exc:  # a model the compiler refuses: reported as ours
-            raise SolverError(f"HiGHS could not take the model: {exc}") from exc
+            raise SolverFailure(f"HiGHS could not take the model: {exc}") from exc
         if compiled.lp.num_col_ == 0:  # no free variable left: no rows either, the offset is all
             value = compiled.lp.offset_ / compiled.scale
             return SolveResult(
@@ -287,12 +288,12 @@ class _Run:
         highs.HandleKeyboardInterrupt = True
         try:
             if highs.passModel(compiled.lp) == highspy.HighsStatus.kError:
-                raise SolverError("HiGHS refused the model: " + "".join(lines[-3:]).strip())
+                raise SolverFailure("HiGHS refused the model: " + "".join(lines[-3:]).strip())
             highs.run()
         except SolverError:
             raise
         except Exception as exc:  # the solver's own failure, reported as ours
-            raise SolverError(f"HiGHS failed: {exc}") from exc
+            raise SolverFailure(f"HiGHS failed: {exc}") from exc
         self.log = "".join(lines)
         self._read(highs, compiled)
 
@@ -303,6 +304,12 @@ class _Run:
         import pyomo.environ as pe
 
         status = highs.getModelStatus()
+        asked = status in (
+            highspy.HighsModelStatus.kInterrupt,
+            highspy.HighsModelStatus.kHighsInterrupt,
+        )
+        if asked and not self.stopped:  # HiGHS caught Ctrl-C: the caller must see it, as SCIP's
+            raise KeyboardInterrupt
         self.termination = (
             Termination.INTERRUPTED
             if self.stopped

@@ -28,6 +28,7 @@ from lipopt.solvers.base import (
     SolveOptions,
     SolverError,
     SolveResult,
+    SolverFailure,
     Termination,
     closed_exactly,
     constant_objective_result,
@@ -171,7 +172,7 @@ class ScipSolver:
                 else:
                     scip.optimizeNogil()
         except Exception as exc:  # the solver's own failure, reported as ours
-            raise SolverError(f"SCIP failed: {exc}") from exc
+            raise SolverFailure(f"SCIP failed: {exc}") from exc
         seconds = time.perf_counter() - start
         status = scip.getStatus()
         asked_to_stop = stopping is not None and stopping.stopped

@@ -59,7 +59,7 @@ def decomposed(
         known,
         lambda count: f"solving the candidates on {count} processes" if count > 1 else "",
     )
-    solve_pieces(problem, union, pieces, timings, policy.cutoff_options)
+    solve_pieces(problem, union, pieces, timings, policy)
     if pieces.best is None:  # nothing solved: a few random points, each region checked
         pieces.best = best_witness(
             query.network, query.domain, query.seed, query.norm,

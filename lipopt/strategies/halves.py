@@ -127,7 +127,7 @@ def binary_split(
 
     items = [Piece(value, static, describe(value)) for value in (1.0, 0.0)]
     union = Union(items, arrange, -np.inf, intro)
-    solve_pieces(problem, union, pieces, timings, policy.cutoff_options)
+    solve_pieces(problem, union, pieces, timings, policy)
     stats = dict(halves.stats, halves_cut_off=pieces.cut_off)
     return pieces.bracket(problem, -np.inf, timings, stats, "none")
 

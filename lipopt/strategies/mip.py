@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from lipopt.bounds import propagate
+from lipopt.bounds.interval import NetworkBounds
 from lipopt.bracket import Bracket, closed
 from lipopt.formulation import ModelSpec, build
 from lipopt.formulation.objective import set_cutoff
@@ -21,10 +22,11 @@ from lipopt.heuristics.starts import attack_witness
 from lipopt.heuristics.witness import Witness, attains, below, best_witness
 from lipopt.plan.nodes import Mip
 from lipopt.query import Query
-from lipopt.solvers import SolveOptions, get
+from lipopt.solvers import NoBoundError, SolveOptions, Solver, SolverFailure, get
 from lipopt.strategies import refine
 from lipopt.strategies.context import Context
 from lipopt.strategies.decompose import decomposed
+from lipopt.strategies.floor import carrying, floor_bracket
 from lipopt.strategies.halves import (
     binary_split,
     gate_halves,
@@ -34,7 +36,6 @@ from lipopt.strategies.halves import (
 )
 from lipopt.strategies.refine import (
     ModelProblem,
-    NoBoundError,
     Solved,
     model_stats,
     refinement_message,
@@ -44,18 +45,44 @@ from lipopt.subnets import budget_for, subnet_tangent_bounds
 
 
 def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Bracket:
-    """Answer ``query`` by the model of ``node`` within ``limit`` seconds."""
+    """Answer ``query`` by the model of ``node`` within ``limit`` seconds. Where the solver
+    fails or proves nothing in time, the error carries what the bounds and the start points
+    proved (:func:`lipopt.strategies.floor.floor_bracket`)."""
     config, say = node.config, ctx.say
     adapter = get(config.solver)
     call_start = start = time.perf_counter()
     net_bounds = propagate(query.network, query.domain, query.seed, method=config.bounds)
     say(f"{config.bounds} bounds: {net_bounds.unstable_count} unstable neurons")
+    timings = {"bounds": time.perf_counter() - start}
+    found: list[Witness] = []
+    try:
+        return _built_and_solved(node, query, (limit, call_start, adapter), net_bounds, found, ctx)
+    except (SolverFailure, NoBoundError) as err:
+        carrying(err, floor_bracket(query, net_bounds, next(iter(found), None), timings))
+        raise
+
+
+def _built_and_solved(
+    node: Mip,
+    query: Query,
+    clock: tuple[float | None, float, Solver],
+    net_bounds: NetworkBounds,
+    found: list[Witness],
+    ctx: Context,
+) -> Bracket:
+    """The rest of :func:`run_mip` after the bounds (``clock``: the limit, when the call
+    started, and the solver): tangent bounds, the model (if its build fits in the time left),
+    the start points (put in ``found``), the solve."""
+    config, say = node.config, ctx.say
+    limit, call_start, adapter = clock
+    timings = {"bounds": time.perf_counter() - call_start}
     tangent = None
     if node.subnets:
         tangent, _ = subnet_tangent_bounds(
             query.network, query.domain, net_bounds, query.norm, adapter, budget_for(limit), say
         )
-    timings = {"bounds": time.perf_counter() - start}
+        timings["bounds"] = time.perf_counter() - call_start
+    _check_build_fits(query, limit, call_start, ctx)
     start = time.perf_counter()
     lip = build(
         query.network, query.domain, query.seed, query.norm, net_bounds,
@@ -63,6 +90,7 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = _start_witness(node, query, limit, call_start, timings, ctx)
+    found.extend([] if start_witness is None else [start_witness])
     if limit is not None:  # the bounds, the build and the attack came out of the limit
         spent = time.perf_counter() - call_start
         limit = max(limit - spent, ctx.policy.min_solve_share * limit)
@@ -75,6 +103,7 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     options = SolveOptions(
         time_limit=limit, rel_gap=config.gap if config.gap else SolveOptions.rel_gap,
         threads=config.threads, verbose=config.verbose, stop=ctx.stop,
+        options=_large_model_options(query, adapter.name, limit, ctx),
     )  # fmt: skip
     problem = ModelProblem(
         query, lip, net_bounds, adapter, options,
@@ -82,6 +111,39 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
         config.gap, np.random.default_rng(config.random_seed), say, config.workers,
     )  # fmt: skip
     return _answer(node, problem, timings, start_witness, ctx)
+
+
+def _weights(query: Query) -> int:
+    """The network's weight count, what a model's size and build time follow."""
+    return sum(layer.weight.size for layer in query.network.affine_layers)
+
+
+def _check_build_fits(query: Query, limit: float | None, call_start: float, ctx: Context) -> None:
+    """Refuse to start a build that cannot end within the limit (Pyomo's build cannot be
+    interrupted): :class:`NoBoundError`, the bounds then answer."""
+    if limit is None:
+        return
+    left = limit - (time.perf_counter() - call_start)
+    needs = _weights(query) * ctx.policy.build_seconds_per_weight
+    if needs > left:
+        raise NoBoundError(
+            f"the model of {_weights(query)} weights takes about {needs:.0f} s to build, more "
+            f"than the {max(left, 0.0):.1f} s left of the time limit"
+        )
+
+
+def _large_model_options(
+    query: Query, solver: str, limit: float | None, ctx: Context
+) -> dict[str, object]:
+    """The solver's options for a model too large for its presolve to keep the time limit
+    (:data:`lipopt.policy.PRESOLVE_SECONDS_PER_WEIGHT`), else none."""
+    policy = ctx.policy
+    if limit is None:
+        return {}
+    presolve = _weights(query) * policy.presolve_seconds_per_weight
+    if presolve <= policy.presolve_limit_share * limit:
+        return {}
+    return dict(policy.large_model_options.get(solver, {}))
 
 
 def _answer(

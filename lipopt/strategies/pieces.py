@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from lipopt.bracket import Bracket
 from lipopt.config import Mode
 from lipopt.heuristics.witness import Witness, attains, below
+from lipopt.policy import Policy
 from lipopt.progress import silent
 from lipopt.solvers import SolveOptions, Termination
 from lipopt.strategies import refine
@@ -30,7 +31,7 @@ from lipopt.strategies.refine import (
     refinement_message,
     solve_status,
 )
-from lipopt.workers import GRACE, ForkedWorkers, InProcess, worker_count
+from lipopt.workers import ForkedWorkers, InProcess, worker_count
 
 FloatArray = NDArray[np.float64]
 
@@ -162,15 +163,15 @@ def solve_pieces(
     union: Union,
     pieces: Pieces,
     timings: dict[str, float],
-    cutoff_options: dict[str, dict[str, Any]],
+    policy: Policy,
 ) -> None:
     """Solve ``union.items`` in order into ``pieces``, side by side on forked copies of the
     model when ``problem.workers`` allows (:func:`~lipopt.workers.worker_count`), else one by
     one. Each piece starts under the cutoff of the best value attained when it starts, so one
     that cannot beat it answers "infeasible"; a piece whose ``bound`` is at most the value
     already reached (the best witness, or the floor) is not solved but bounded; pieces the
-    deadline leaves (or a worker stuck past it) keep their ``bound``. Records the solve and
-    verify seconds in ``timings``."""
+    deadline leaves (or a worker stuck past it by the policy's slack) keep their ``bound``.
+    Records the solve and verify seconds in ``timings``."""
     start = time.perf_counter()
     items = union.items
     count = worker_count(problem.adapter.name, problem.workers, len(items))
@@ -179,7 +180,7 @@ def solve_pieces(
     def run(task: tuple[int, float | None, float | None]) -> Solved:
         position, cutoff, remaining = task
         options = candidate_options(
-            problem.options, problem.adapter.name, remaining, cutoff, cutoff_options
+            problem.options, problem.adapter.name, remaining, cutoff, policy.cutoff_options
         )
         with union.arrange(items[position].key, cutoff):
             solved = refine.solve_refined(problem, options, False, say, cutoff)
@@ -189,7 +190,7 @@ def solve_pieces(
         problem.say(first_line)
     runner: Any = ForkedWorkers(count, run) if count > 1 else InProcess(run)
     try:
-        _drive(problem, union, pieces, runner)
+        _drive(problem, union, pieces, runner, policy.slack(problem.options.time_limit))
     finally:
         runner.close()
     solve_seconds = pieces.solve_seconds
@@ -200,8 +201,9 @@ def solve_pieces(
     timings["verify"] = time.perf_counter() - start - solve_seconds
 
 
-def _drive(problem: ModelProblem, union: Union, pieces: Pieces, runner: Any) -> None:
-    """Submit the pieces as workers free up and take their answers as they come."""
+def _drive(problem: ModelProblem, union: Union, pieces: Pieces, runner: Any, slack: float) -> None:
+    """Submit the pieces as workers free up and take their answers as they come, waiting for
+    them at most ``slack`` seconds past the deadline."""
     items, position = union.items, 0
     while True:
         while runner.idle() and position < len(items):
@@ -220,7 +222,7 @@ def _drive(problem: ModelProblem, union: Union, pieces: Pieces, runner: Any) -> 
         if not runner.busy():
             return
         wait_for = problem.remaining()
-        answer = runner.next_result(None if wait_for is None else max(wait_for + GRACE, 0.0))
+        answer = runner.next_result(None if wait_for is None else max(wait_for + slack, 0.0))
         if answer is None:  # a worker stuck past the time limit: its pieces stay open
             for stuck in runner.pending():
                 pieces.unsolved(items[stuck].bound)

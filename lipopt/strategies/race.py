@@ -26,9 +26,9 @@ from lipopt.plan.nodes import Race, Racer
 from lipopt.policy import Policy
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
-from lipopt.solvers import SolverError
+from lipopt.solvers import NoBoundError, SolverError
 from lipopt.strategies.context import Context, StopHook
-from lipopt.strategies.refine import NoBoundError
+from lipopt.strategies.floor import kept_after
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,8 @@ def _race(
     race_start = time.perf_counter()
     try:
         winner, answers, decide = _run_racers(problem, entries, remaining, decide)
-    except SolverError as err:
-        if probed is None:
-            raise
-        say(f"the race failed ({err}); answering with the probe's bounds")
-        return probed
+    except SolverError as err:  # every racer failed, or none answered in time
+        return kept_after(probed, err, say, "the race")
     race_seconds = time.perf_counter() - race_start
     earlier = [] if probed is None else [probed]
     result = answers[winner] if winner is not None else meet(list(answers.values()))
@@ -177,6 +174,7 @@ def _run_racers(
             winner, answers = racing.race_answers(
                 network, domain, entries, remaining,
                 stop_when=decisive(say, policy) if decide else None, run=run,
+                slack=policy.slack(remaining),
             )  # fmt: skip
     except NoBoundError:
         left = None if remaining is None else remaining - (time.perf_counter() - race_start)
@@ -189,7 +187,9 @@ def _run_racers(
         )
         entries = {name: dict(entry, time_limit=left) for name, entry in entries.items()}
         with heartbeat(say, "racing", left):
-            winner, answers = racing.race_answers(network, domain, entries, left, run=run)
+            winner, answers = racing.race_answers(
+                network, domain, entries, left, run=run, slack=policy.slack(left)
+            )
         decide = False
     return winner, answers, decide
 
@@ -271,7 +271,7 @@ def _split_leader(
         )  # fmt: skip
     except SolverError as err:
         timings["solve"] = time.perf_counter() - split_start
-        return noted(raced, timings, f"the leader's split failed ({err}); the racers' bounds", say)
+        return kept_after(replace(raced, timings=timings), err, say, "the leader's split")
     for key, value in result.timings.items():
         timings[key] = timings.get(key, 0.0) + value
     return noted(meet([result, raced]), timings, note, say)
@@ -299,10 +299,7 @@ def _split_instead(
             sign_split=True,
         )  # fmt: skip
     except SolverError as err:
-        if probed is None:
-            raise
-        say(f"the split solve failed ({err}); answering with the probe's bounds")
-        return probed
+        return kept_after(probed, err, say, "the split solve")
     if probed is None:
         return result
     met = meet([result, probed])

@@ -22,16 +22,12 @@ from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
-from lipopt.solvers import SolveOptions, SolverError, SolveResult, Termination
+from lipopt.solvers import SolveOptions, SolverError, SolveResult, SolverFailure, Termination
 from lipopt.verify import Dimension, check_region
 
 pe = lazy_module("pyomo.environ")
 
 FloatArray = NDArray[np.float64]
-
-
-class NoBoundError(SolverError):
-    """The solver stopped (at its time limit) before proving any bound."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +100,7 @@ def solve_refined(
     solves report their bounds through ``options.stop``."""
     start = time.perf_counter()
     with heartbeat(say, "solving", options.time_limit):
-        first = problem.adapter.solve(problem.lip.model, options)
+        first = solve_once(problem.adapter, problem.lip.model, options)
     solved = Solved(first, first, None, None, [], nodes=first.nodes or 0)
     solved.solve_seconds = time.perf_counter() - start
     if cutoff is not None and first.termination is Termination.INFEASIBLE:
@@ -126,7 +122,10 @@ def _refine(
     while solved.last.values is not None:
         values = solved.last.values
         pattern = full_pattern(lip, problem.net_bounds, values)
-        check = check_region(query.network, pattern, query.domain)
+        left = problem.remaining()  # the check of a finished solve gets at least a second
+        check = check_region(
+            query.network, pattern, query.domain, None if left is None else max(left, 1.0)
+        )
         if check.dimension is Dimension.FULL and check.point is not None:
             hint = w_values(lip, values)
             value = value_at(query.network, check.point, query.seed, query.norm, hint)
@@ -157,7 +156,7 @@ def _resolve(
 ) -> bool:
     """Solve again after a no-good cut; True when the cutoff closed the search."""
     solve_start = time.perf_counter()
-    result = problem.adapter.solve(problem.lip.model, replace(options, time_limit=remaining))
+    result = solve_once(problem.adapter, problem.lip.model, replace(options, time_limit=remaining))
     solved.solve_seconds += time.perf_counter() - solve_start
     solved.nodes += result.nodes or 0
     solved.last = result
@@ -172,6 +171,18 @@ def _resolve(
         bound = float(result.bound)
         solved.upper = bound if solved.upper is None else min(solved.upper, bound)
     return False
+
+
+def solve_once(adapter: Any, model: Any, options: SolveOptions) -> SolveResult:
+    """One call of the adapter; an error of the solver that the adapter let through (not a
+    :class:`~lipopt.solvers.SolverError`) is a :class:`~lipopt.solvers.SolverFailure` naming
+    it, so the answer says ``solver_error`` instead of ending in a traceback."""
+    try:
+        return adapter.solve(model, options)
+    except SolverError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported as the solver's failure, in one line
+        raise SolverFailure(f"{adapter.name} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _solver_point(problem: ModelProblem, values: Any) -> FloatArray:
@@ -225,12 +236,12 @@ def w_values(lip: LipschitzModel, values: Any) -> FloatArray | None:
 def raise_on_failure(result: SolveResult) -> None:
     """A solver answer that carries no bound: a clear error."""
     if result.termination is Termination.INFEASIBLE:
-        raise SolverError(
+        raise SolverFailure(
             "the solver reported the Lipschitz model infeasible, which a sound model never is: "
             "numerical trouble in the solver (try another solver or rescale the network)"
         )
     if result.termination is Termination.ERROR:
-        raise SolverError(
+        raise SolverFailure(
             f"{result.solver or 'the solver'} stopped with an error; no answer is reported "
             "(rerun with --verbose for its log)"
         )

@@ -17,8 +17,9 @@ from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.regions import RegionOptions, search_regions
 from lipopt.regions import RegionSearch as Found
-from lipopt.solvers import SolverError
+from lipopt.solvers import NoBoundError, SolverError, SolverFailure
 from lipopt.strategies.context import Context
+from lipopt.strategies.floor import carrying, floor_bracket, kept_after
 
 
 def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Context) -> Bracket:
@@ -42,7 +43,11 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     time_to_race = left is None or left >= policy.min_race_seconds
     if node.race_now is not None and looks_hard and time_to_race:
         say(f"{node.bounds} bounds: {unstable} of {hidden} neurons unstable; racing at once")
-        result = ctx.runner.run(node.race_now, query, left, ctx)
+        try:
+            result = ctx.runner.run(node.race_now, query, left, ctx)
+        except (SolverFailure, NoBoundError) as err:
+            carrying(err, floor_bracket(query, net_bounds, None, {"bounds": bound_seconds}))
+            raise
         return replace(result, timings=add_timings(result.timings, {"bounds": bound_seconds}))
     options = _limits(node, left, few_unstable=bool(hidden) and not looks_hard, ctx=ctx)
     say(f"{node.bounds} bounds: {unstable} unstable neurons; searching regions...")
@@ -59,12 +64,11 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
         rest = None if limit is None else limit - used
         try:
             result = ctx.runner.run(node.fallback, query, rest, ctx)
-        except SolverError:
+        except SolverError as err:
             if not np.isfinite(found.upper):
                 raise
-            say("the MIP proved nothing in the time left; answering with the region search")
-        else:
-            return with_region_bounds(result, found, timings)
+            return kept_after(_searched(found, unstable, timings), err, say, "the MIP after it")
+        return with_region_bounds(result, found, timings)
     return _searched(found, unstable, timings)
 
 

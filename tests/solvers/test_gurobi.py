@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import lipopt
-from lipopt import Box, SolverError
-from lipopt.solvers import SolveOptions, Termination
+import lipopt.policy as policy_module
+from lipopt import Box
+from lipopt.solvers import SolveOptions, SolverFailure, Termination
 from lipopt.solvers.gurobi import SIZE_LIMIT, GurobiSolver
 from tests.helpers import random_network
 
@@ -21,26 +22,45 @@ def _size_limited() -> bool:
 
 @pytest.mark.requires_solver("gurobi")
 def test_gurobi_size_limited_licence_refusal_is_one_clear_line():
+    """The adapter's refusal is one line naming the size, without a traceback chain."""
     if not _size_limited():
         pytest.skip("a full Gurobi licence is installed here")
     net = random_network(np.random.default_rng(0), [3, 420, 420, 2])
-    with pytest.raises(SolverError) as info:
-        lipopt.lipschitz(
-            net,
-            Box([0.0] * 3, [1.0] * 3),
-            "linf",
-            [1.0, -1.0],
-            solver="gurobi",
-            bounds="interval",
-            split=False,
-            regions=False,  # one model, built fast
-        )
+    lip = lipopt.build_model(net, Box([0.0] * 3, [1.0] * 3), "linf", [1.0, -1.0], bounds="interval")
+    with pytest.raises(SolverFailure) as info:
+        GurobiSolver().solve(lip.model, SolveOptions())
     message = str(info.value)
     assert "size-limited licence" in message and "--solver highs" in message
     variables = int(message.split("(")[1].split(" variables")[0])
     assert variables > SIZE_LIMIT
     assert "\n" not in message
     assert info.value.__cause__ is None and info.value.__suppress_context__  # no traceback chain
+
+
+@pytest.mark.requires_solver("gurobi")
+@pytest.mark.parametrize("regions", [False, "auto"])
+def test_gurobi_licence_refusal_is_a_solver_error_never_a_time_limit(regions, monkeypatch):
+    """The issue's case: with or without the region search before the MIP, the licence
+    refusal is the answer's status and message, and the bracket is still proven (the attained
+    lower bound at most the sampled maximum's ceiling, the upper bound at least every sampled
+    gradient norm)."""
+    if not _size_limited():
+        pytest.skip("a full Gurobi licence is installed here")
+    # a region search stopped early (it would take most of a minute), the MIP after it
+    monkeypatch.setattr(policy_module, "AUTO_REGION_NODES", 50)
+    monkeypatch.setattr(policy_module, "AUTO_REGION_NODES_FEW_UNSTABLE", 50)
+    net = random_network(np.random.default_rng(0), [3, 420, 420, 2])
+    box = Box([0.0] * 3, [1.0] * 3)
+    res = lipopt.lipschitz(
+        net, box, "linf", [1.0, -1.0], solver="gurobi", bounds="interval", split=False,
+        regions=regions, time_limit=60,
+    )  # fmt: skip
+    assert res.status == "solver_error"
+    assert "size-limited licence" in res.message and "could take over: highs" in res.message
+    points = box.sample(2000, np.random.default_rng(1))
+    sampled = max(np.abs(net.gradients(x, np.array([1.0, -1.0]))).sum() for x in points)
+    assert res.lower is not None and res.lower <= res.upper
+    assert res.upper >= sampled * (1 - 1e-9)
 
 
 @pytest.mark.requires_solver("gurobi")

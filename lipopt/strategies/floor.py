@@ -1,0 +1,119 @@
+"""What is proven without a solver, and how an answer cut short by a failure is reported.
+
+When the solver fails (:class:`~lipopt.solvers.SolverFailure`) or the time limit comes before it
+proves anything (:class:`~lipopt.solvers.NoBoundError`), the answer is still a bracket:
+
+* **upper**: bound propagation proves ``∇f(x) ∈ [g_lo, g_hi]`` entrywise at every differentiable
+  ``x`` of the domain (for an output norm, ``J(x)^T w`` for every ``w`` of the dual ball), so
+  ``||∇f(x)||_{α*} <= ||max(|g_lo|, |g_hi|)||_{α*}``, a norm being monotone in the entries'
+  magnitudes;
+* **lower**: the best point evaluated so far (the attack's), or else the value at the domain's
+  centre or at a few sampled points, each differentiable, so the value is attained.
+
+The status says how the answer ended (``solver_error`` or ``time_limit``), never relabelled by a
+bracket kept from before the failure, unless that bracket is closed (the answer is exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from lipopt.bounds.interval import NetworkBounds
+from lipopt.bracket import Bracket, closed, meet
+from lipopt.heuristics.witness import Witness, value_at
+from lipopt.norms import InputNorm, dual_norm
+from lipopt.progress import Say
+from lipopt.query import Query
+from lipopt.solvers import NoBoundError, SolverError
+from lipopt.verify import is_differentiable_at
+
+#: points sampled for an attained lower bound when the centre is not differentiable
+FLOOR_SAMPLES = 8
+
+
+def propagation_upper(net_bounds: NetworkBounds, norm: InputNorm) -> float:
+    """``||max(|g_lo|, |g_hi|)||_{α*}`` over the input gradient's interval bounds: proven."""
+    low, high = net_bounds.input_grad_lower, net_bounds.input_grad_upper
+    return float(dual_norm(np.maximum(np.abs(low), np.abs(high)), norm))
+
+
+def quick_witness(query: Query, seed: int = 0) -> Witness | None:
+    """An attained value without any search: the domain's centre, or else the best of a few
+    sampled points, where the network is differentiable (its region is not certified)."""
+    low, high = query.domain.bounding_box()
+    centre = (low + high) / 2.0
+    candidates = [centre] if query.domain.contains(centre) else []
+    if not candidates or not is_differentiable_at(query.network, centre):
+        candidates = list(query.domain.sample(FLOOR_SAMPLES, np.random.default_rng(seed)))
+    best: Witness | None = None
+    for point in candidates:
+        if not is_differentiable_at(query.network, point):
+            continue
+        value = value_at(query.network, point, query.seed, query.norm)
+        if best is None or value > best.norm_value:
+            best = Witness(np.asarray(point, dtype=np.float64), value, False)
+    return best
+
+
+def floor_bracket(
+    query: Query, net_bounds: NetworkBounds, witness: Witness | None, timings: dict[str, float]
+) -> Bracket:
+    """The bracket proven by the bounds alone, with ``witness`` (or a quick one) as lower."""
+    if witness is None:
+        witness = quick_witness(query)
+    upper = propagation_upper(net_bounds, query.norm)
+    lower = None if witness is None else witness.norm_value
+    if lower is not None:
+        upper = max(upper, lower)
+    stats = {"variables": 0, "constraints": 0, "binaries": 0}
+    stats["unstable_neurons"] = net_bounds.unstable_count
+    return Bracket(
+        upper=upper,
+        lower=lower,
+        witness=None if witness is None else witness.point,
+        status="time_limit",
+        exact_certified=False,
+        model_stats=stats,
+        timings=dict(timings),
+        solver=f"{net_bounds.method} bounds only",
+    )
+
+
+def status_of(err: SolverError) -> str:
+    """``time_limit`` for a limit reached before any bound, else ``solver_error``."""
+    return "time_limit" if isinstance(err, NoBoundError) else "solver_error"
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line."""
+    return " ".join(str(err).split())
+
+
+def kept_after(
+    kept: Bracket | None, err: SolverError, say: Say, what: str = "the solve"
+) -> Bracket:
+    """The answer when ``err`` ended ``what``: ``kept`` (proven before it) met with the bracket
+    the error carries, reported with the error's status and its reason; exact only when the
+    bracket is closed.
+
+    Raises ``err`` when nothing was proven before it."""
+    found = [b for b in (kept, err.bracket) if b is not None]
+    if not found:
+        raise err
+    bracket = found[0] if len(found) == 1 else meet(found)
+    failed = status_of(err) == "solver_error"
+    status = "optimal" if closed(bracket.upper, bracket.lower) else status_of(err)
+    note = (
+        f"{what} {'failed' if failed else 'stopped'} ({one_line(err)}); the bounds proven before it"
+    )
+    say(note)
+    message = "; ".join([*(b.message for b in found if b.message), note])
+    return replace(bracket, status=status, message=message, model=None)
+
+
+def carrying(err: SolverError, bracket: Bracket) -> SolverError:
+    """``err`` carrying ``bracket`` (met with any it carries already), to re-raise."""
+    err.bracket = bracket if err.bracket is None else meet([err.bracket, bracket])
+    return err
