@@ -218,10 +218,11 @@ def test_export_killed_with_sigint_leaves_no_partial_file(tmp_path):
             assert _names(out) == ["big.mps"] and target.stat().st_size > 1_000_000
             continue
         assert _names(out) == [], stderr
-        # Pyomo's writer has a bare ``except:`` (ComponentData.index) that can turn the
-        # KeyboardInterrupt into a DeveloperError: the file is still not there, the exit not 0
-        assert proc.returncode == 130 or "pyomo.common.errors.DeveloperError" in stderr, stderr
-        assert proc.returncode != 130 or "lipopt export: interrupted" in stderr
+        # Pyomo's writer has a bare ``except:`` (ComponentData.index) that can swallow the
+        # KeyboardInterrupt and fail with a DeveloperError after it: the command goes by the
+        # signal it received, so that too is one line and exit 130
+        assert proc.returncode == 130, stderr
+        assert stderr.strip().splitlines()[-1] == "lipopt export: interrupted"
         return
     pytest.fail("the export finished before SIGINT three times: the test did not interrupt it")
 

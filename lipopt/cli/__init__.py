@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from lipopt.cli.certify import CERTIFY_EPILOG, format_certificate, run_certify
 from lipopt.cli.common import domain_from_args
 from lipopt.cli.compare import COMPARE_EPILOG, run_compare
+from lipopt.cli.exits import EXIT_BAD_INPUT, EXIT_TERMINATED, interruption, signals_as_interrupts
 from lipopt.cli.export import run_export
 from lipopt.cli.parser import MAIN_EPILOG, VALUE_OPTIONS, _join_negative_values, make_parser
 from lipopt.cli.solve import SOLVE_EPILOG, STAGES, _format_stages, format_result, run_solve
@@ -66,10 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return COMMANDS[args.command](args)
-    except USER_ERRORS as exc:
-        print(f"lipopt {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"lipopt {args.command}: interrupted", file=sys.stderr)
-        return 130
+        with signals_as_interrupts():
+            return COMMANDS[args.command](args)
+    except (KeyboardInterrupt, Exception) as exc:
+        code = interruption(exc)  # a signal first: a library may fail in its own way after it
+        if code is not None:
+            how = "terminated" if code == EXIT_TERMINATED else "interrupted"
+            print(f"lipopt {args.command}: {how}", file=sys.stderr)
+            return code
+        if isinstance(exc, USER_ERRORS):
+            print(f"lipopt {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        raise

@@ -7,6 +7,7 @@ import json
 
 from lipopt.certify import CertifyResult, certify
 from lipopt.cli.common import _progress
+from lipopt.cli.exits import exit_status
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
 
@@ -120,4 +121,4 @@ def run_certify(args: argparse.Namespace) -> int:
         print(json.dumps({**result.to_dict(), "model": args.model}, indent=2))
     else:
         print(format_certificate(result, args.model))
-    return 0
+    return exit_status(list(result.statuses.values()))

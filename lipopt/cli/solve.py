@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lipopt.cli.common import _add_problem_arguments, _add_switch, _progress, domain_from_args
+from lipopt.cli.exits import exit_status
 from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, lipschitz
@@ -35,7 +36,9 @@ domain: give exactly one of --box or --center/--radius. Negative numbers work as
 
 output: the value is a certified upper bound on the local Lipschitz constant, and the exact
 constant when the status is 'optimal'; 'lower' is attained at the witness input (recomputed
-in numpy). Exit status: 0 answered, 2 bad input or solver failure, 130 interrupted.
+in numpy). Exit status: 0 answered (optimal, gap_limit, time_limit, relaxation); 2 bad input or
+an unusable solver; 3 answered with the bounds proven before the solver failed (solver_error);
+130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 """
 
 #: the stages of a solve in the order they run; a result's ``timings`` holds those it went through
@@ -237,6 +240,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
         "relaxation": "LP relaxation: upper bound only",
         "gap_limit": "stopped at the gap limit: bounds only",
         "time_limit": "stopped at the time limit: bounds only",
+        "solver_error": "the solver failed: bounds proven before it",
     }.get(result.status, result.status)
     lower = "-" if result.lower is None else f"{result.lower:.10g}"
     stats = result.model_stats
@@ -308,4 +312,4 @@ def run_solve(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(format_result(result, network, domain, args.model))
-    return 0
+    return exit_status([result.status])
