@@ -48,6 +48,11 @@ ATTACK_RESTARTS = 64
 
 ATTACK_STEPS = 400
 
+#: with a time limit, the attack (its moves, the pattern climb and the witnesses' margin LPs)
+#: stops at this share of the MIP's limit: on [20,200,200,1] its 64 x 400 moves took 10.7 s,
+#: which left a 4.9 s limit overrun and the MIP 0.05 s
+ATTACK_LIMIT_SHARE = 0.5
+
 #: the pattern climb from the attack's point or the best sampled points
 #: (:func:`lipopt.heuristics.starts.climb`): its budget of margin LPs (1-3 ms each on the speed
 #: benchmark's networks), and how many of the best sampled points it also starts from after
@@ -157,6 +162,7 @@ class Policy:
     auto_region_unstable_share: float
     attack_restarts: int
     attack_steps: int
+    attack_limit_share: float
     climb_checks: int
     climb_sampled_starts: int
     wide_flips: int

@@ -29,8 +29,10 @@ Duchi et al. (2008).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from lipopt.domain import Domain, L1Ball
 from lipopt.heuristics.target import FloatArray, Problem, as_rng, problem
@@ -127,6 +129,17 @@ def _flip_candidates(
     return value, step, distance, current
 
 
+def _pool(
+    prob: Problem, domain: Domain, restarts: int, pool: int, gen: np.random.Generator
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64], list[int]]:
+    """``max(pool, restarts)`` uniform points and their values, the best ``restarts`` of them
+    (indices) to start from, and the next-best as spares (popped from the end)."""
+    start = domain.sample(max(int(pool), restarts), gen)
+    start_values = prob.dual_norms(start)
+    ranked = np.argsort(-start_values, kind="stable")
+    return start, start_values, ranked[:restarts], list(ranked[restarts:][::-1])
+
+
 def gradient_attack(
     network: Network,
     domain: Domain,
@@ -139,6 +152,7 @@ def gradient_attack(
     pool: int = 200,
     flips: bool = True,
     patience: int | None = 10,
+    deadline: float | None = None,
 ) -> tuple[FloatArray, float]:
     """Best point found and its gradient dual norm ``(x, ||∇(c^T f)(x)||_{α*})``.
 
@@ -156,16 +170,12 @@ def gradient_attack(
         flips: use region-flip moves (False: random moves only).
         patience: a search whose random moves failed this many times in a row restarts from
             the next-best unused pool point (None: never).
+        deadline: stop moving at this ``time.perf_counter()`` time (None: after ``steps``).
     """
     prob = problem(network, domain, norm, c)
     gen = as_rng(rng)
     restarts = max(int(restarts), 1)
-    pool_size = max(int(pool), restarts)
-    start = domain.sample(pool_size, gen)
-    start_values = prob.dual_norms(start)
-    ranked = np.argsort(-start_values, kind="stable")
-    order = ranked[:restarts]
-    spare = list(ranked[restarts:][::-1])  # next-best pool points, popped from the end
+    start, start_values, order, spare = _pool(prob, domain, restarts, pool, gen)
     x = start[order].copy()
     values = start_values[order].copy()
     best_x, best = start[order[0]].copy(), float(start_values[order[0]])
@@ -177,6 +187,8 @@ def gradient_attack(
     tabu = np.zeros((restarts, sum(network.hidden_widths)), dtype=bool)
     stall = np.zeros(restarts, dtype=int)
     for _ in range(int(steps)):
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
         proposal = np.empty_like(x)
         use_flip = np.zeros(restarts, dtype=bool)
         chosen = np.full(restarts, -1)

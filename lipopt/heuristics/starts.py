@@ -27,13 +27,13 @@ def attack_witness(
     """The best of the gradient attack's point, the ``climb_sampled_starts`` best sampled
     points and the pattern climb's point from them (the climb stops at ``deadline``), verified
     as any other witness (its region checked to be full-dimensional, the value recomputed at a
-    differentiable point)."""
+    differentiable point). All three stop at ``deadline``."""
     rng = np.random.default_rng(random_seed)
     network, domain, norm = query.network, query.domain, query.norm
     c = np.asarray(query.seed, dtype=np.float64)
     point, _ = attack_module.gradient_attack(
         network, domain, c, norm, restarts=policy.attack_restarts, steps=policy.attack_steps,
-        rng=rng,
+        rng=rng, deadline=deadline,
     )  # fmt: skip
     sampled = top_sampled(query, rng, policy.decompose_samples, policy.climb_sampled_starts)
     starts = [point, *sampled]

@@ -56,8 +56,11 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     timings = {"bounds": time.perf_counter() - start}
     found: list[Witness] = []
     try:
-        return _built_and_solved(node, query, (limit, call_start, adapter), net_bounds, found, ctx)
-    except (SolverFailure, NoBoundError) as err:
+        clock = (limit, call_start, adapter)
+        return _built_and_solved(node, query, clock, net_bounds, found, timings, ctx)
+    except (SolverFailure, NoBoundError) as err:  # the time up to the error counts as solving
+        rest = time.perf_counter() - call_start - sum(timings.values())
+        timings["solve"] = timings.get("solve", 0.0) + max(rest, 0.0)
         carrying(err, floor_bracket(query, net_bounds, next(iter(found), None), timings))
         raise
 
@@ -68,14 +71,14 @@ def _built_and_solved(
     clock: tuple[float | None, float, Solver],
     net_bounds: NetworkBounds,
     found: list[Witness],
+    timings: dict[str, float],
     ctx: Context,
 ) -> Bracket:
     """The rest of :func:`run_mip` after the bounds (``clock``: the limit, when the call
     started, and the solver): tangent bounds, the model (if its build fits in the time left),
-    the start points (put in ``found``), the solve."""
+    the start points (put in ``found``), the solve; each stage's seconds into ``timings``."""
     config, say = node.config, ctx.say
     limit, call_start, adapter = clock
-    timings = {"bounds": time.perf_counter() - call_start}
     tangent = None
     if node.subnets:
         tangent, _ = subnet_tangent_bounds(
@@ -186,7 +189,7 @@ def _start_witness(
     config, found = node.config, None
     if node.attack:
         start = time.perf_counter()
-        climb_by = None if limit is None else call_start + limit
+        climb_by = None if limit is None else call_start + ctx.policy.attack_limit_share * limit
         found = attack_witness(query, ctx.policy, config.random_seed, climb_by)
         timings["attack"] = time.perf_counter() - start
         if found is not None:

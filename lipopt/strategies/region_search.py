@@ -43,10 +43,12 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     time_to_race = left is None or left >= policy.min_race_seconds
     if node.race_now is not None and looks_hard and time_to_race:
         say(f"{node.bounds} bounds: {unstable} of {hidden} neurons unstable; racing at once")
+        race_start = time.perf_counter()
         try:
             result = ctx.runner.run(node.race_now, query, left, ctx)
         except (SolverFailure, NoBoundError) as err:
-            carrying(err, floor_bracket(query, net_bounds, None, {"bounds": bound_seconds}))
+            timings = {"bounds": bound_seconds, "race": time.perf_counter() - race_start}
+            carrying(err, floor_bracket(query, net_bounds, None, timings))
             raise
         return replace(result, timings=add_timings(result.timings, {"bounds": bound_seconds}))
     options = _limits(node, left, few_unstable=bool(hidden) and not looks_hard, ctx=ctx)

@@ -1,0 +1,132 @@
+"""Time limits kept (issue 32): overshoot and peak memory of ``lipopt solve --time-limit``.
+
+    PYTHONPATH=. python benchmarks/limits.py                       # -> results/limits.md
+    PYTHONPATH=. python benchmarks/limits.py --sizes 2,8,8,1 --limits 5    # a subset, printed
+
+For each network size (He-normal weights, N(0, 0.5²) biases, one output, seed 0) and each time
+limit, ``lipopt solve net.onnx --box 0,1 --time-limit L --json`` runs as a fresh process under a
+small parent that reports the peak resident memory of its largest descendant (the command or
+one of its racers: ``RUSAGE_CHILDREN``'s ``ru_maxrss``). The wall time is the whole command's,
+Python's start-up and the ONNX load included. The target: wall <= L + 10 % + 2 s, and every
+stopped answer carries a proven upper bound and an attained lower bound with its witness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.machine import cpu_name  # noqa: E402
+from lipopt.atomic import write_text_atomic  # noqa: E402
+from tests.helpers import random_network, save_onnx  # noqa: E402
+
+SIZES = ([2, 8, 8, 1], [20, 200, 200, 1], [200, 500, 500, 1], [2000, 2000, 1])
+LIMITS = (5.0, 20.0, 60.0)
+
+#: runs the command given as its arguments; prints the largest descendant's peak RSS (KiB)
+PEAK_RSS = (
+    "import resource, subprocess, sys; "
+    "code = subprocess.run(sys.argv[1:], stdout=sys.stdout, stderr=subprocess.DEVNULL).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)"
+)
+
+
+def target(limit: float) -> float:
+    """The wall time allowed for a limit: ``L + 10 % + 2 s``."""
+    return limit * 1.1 + 2.0
+
+
+def run_one(model: Path, limit: float) -> dict[str, object]:
+    """One solve in a fresh process: wall seconds, peak memory, and the answer's bracket."""
+    command = [sys.executable, "-m", "lipopt.cli", "solve", str(model), "--box", "0,1"]
+    command += ["--time-limit", f"{limit:g}", "--json", "--quiet"]
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, *command], capture_output=True, text=True, cwd=ROOT
+    )
+    wall = time.perf_counter() - start
+    peak_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
+    row: dict[str, object] = {"wall": wall, "peak_mb": peak_mb, "exit": done.returncode}
+    if done.returncode in (0, 3):
+        answer = json.loads(done.stdout)
+        row.update(
+            status=answer["status"],
+            upper=answer["upper"],
+            lower=answer["lower"],
+            witness=answer["witness"] is not None,
+        )
+    return row
+
+
+def table(rows: list[tuple[list[int], float, dict[str, object]]]) -> list[str]:
+    """The markdown rows."""
+    lines = [
+        "| widths | limit (s) | wall (s) | target (s) | kept | status | upper | lower | witness "
+        "| peak MB |",
+        "|---|---:|---:|---:|---|---|---:|---:|---|---:|",
+    ]
+    for widths, limit, row in rows:
+        wall = float(row["wall"])  # type: ignore[arg-type]
+        lower = row.get("lower")
+        lines.append(
+            f"| {widths} | {limit:g} | {wall:.1f} | {target(limit):.1f} | "
+            f"{'yes' if wall <= target(limit) else '**no**'} | {row.get('status', row['exit'])} | "
+            f"{row.get('upper', float('nan')):.6g} | "
+            f"{'-' if lower is None else f'{lower:.6g}'} | "
+            f"{'yes' if row.get('witness') else 'no'} | {row['peak_mb']:.0f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", nargs="*", help="widths like 2,8,8,1 (default: all four)")
+    parser.add_argument("--limits", help="comma-separated seconds (default 5,20,60)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "limits.md"))
+    args = parser.parse_args()
+    sizes = [[int(w) for w in s.split(",")] for s in args.sizes] if args.sizes else SIZES
+    limits = [float(x) for x in args.limits.split(",")] if args.limits else LIMITS
+    subset = bool(args.sizes or args.limits)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for widths in sizes:
+            net = random_network(np.random.default_rng(0), widths)
+            model = save_onnx(net, Path(tmp) / ("x".join(map(str, widths)) + ".onnx"))
+            for limit in limits:
+                row = run_one(model, limit)
+                rows.append((widths, limit, row))
+                print(table([(widths, limit, row)])[-1], flush=True)
+    lines = [
+        "# Time limits kept: overshoot and peak memory (issue 32)",
+        "",
+        f"`PYTHONPATH=. python benchmarks/limits.py` on {dt.date.today()}, {cpu_name()} "
+        f"({platform.machine()}), Python {platform.python_version()}. Each row is one fresh "
+        "`lipopt solve net.onnx --box 0,1 --time-limit L --json` (unit box, ℓ∞ input norm, "
+        "defaults otherwise); the target is `L + 10 % + 2 s`, start-up and loading included. "
+        "Peak MB: the largest process of the command (the command or one of its racers).",
+        "",
+        *table(rows),
+        "",
+    ]
+    if subset:
+        print("\n".join(lines))
+        return
+    write_text_atomic(Path(args.out), "\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
