@@ -1,7 +1,7 @@
 """Fault injection (issue 32): a solver that fails in each way, a worker killed mid-solve, and
-SIGINT, SIGTERM and SIGKILL during a solve and an export. Each ends with its true status and a
-proven bracket, or a one-line message and its documented exit status, with no worker process
-left behind and no partial file.
+SIGINT, SIGTERM and SIGKILL during a solve (during an export: tests/test_atomic.py). Each ends
+with its true status and a proven bracket, or a one-line message and its documented exit
+status, with no worker process left behind.
 
 The brackets are checked against the brute-force oracle (tests/oracle.py), never against
 lipopt's own answers: a failure may cost exactness, never soundness.
@@ -274,38 +274,4 @@ def test_racers_die_with_a_killed_command(hard_model):
     assert _gone(racers), f"racers {racers} outlived the killed command"
 
 
-def test_sigterm_during_an_export_leaves_no_partial_file(tmp_path):
-    """SIGTERM while ``lipopt export`` writes an 8 MB model: exit 143 and no file, or (if the
-    write finished first) the whole file; never a part of one."""
-    model = save_onnx(
-        random_network(np.random.default_rng(0), [20, 200, 200, 1]), tmp_path / "n.onnx"
-    )
-    out = tmp_path / "out"
-    out.mkdir()
-    target = out / "big.mps"
-    command = [sys.executable, "-m", "lipopt.cli", "export", str(model), "--box", "0,1"]
-    for _attempt in range(3):
-        for leftover in out.iterdir():
-            leftover.unlink()
-        proc = subprocess.Popen(
-            [*command, "-o", str(target)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=_reset_signals,
-        )
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and not any(out.iterdir()):
-            assert time.monotonic() < deadline, "the export never started writing"
-            time.sleep(0.002)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
-        if proc.returncode == 0:
-            assert [p.name for p in out.iterdir()] == ["big.mps"]
-            continue
-        assert proc.returncode == EXIT_TERMINATED, stderr
-        assert stderr.strip().splitlines()[-1] == "lipopt export: terminated"
-        assert list(out.iterdir()) == []
-        return
-    pytest.fail("the export finished before SIGTERM three times: the test did not stop it")
+# SIGINT and SIGTERM during an export: tests/test_atomic.py
