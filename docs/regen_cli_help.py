@@ -15,7 +15,11 @@ import re
 from pathlib import Path
 
 PAGE = Path(__file__).with_name("cli.md")
-COMMANDS = {"lipopt --help": [], "lipopt solve --help": ["solve"]}
+COMMANDS = {
+    "lipopt --help": ["--help"],
+    "lipopt solve --help": ["solve", "--help"],
+    "lipopt solve --help-all": ["solve", "--help-all"],
+}
 
 
 def help_text(argv: list[str]) -> str:
@@ -25,7 +29,7 @@ def help_text(argv: list[str]) -> str:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        make_parser().parse_args([*argv, "--help"])
+        make_parser(show_all="--help-all" in argv).parse_args(argv)
     return out.getvalue().rstrip("\n")
 
 

@@ -61,8 +61,9 @@ COMMANDS: dict[str, Callable[..., int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: the process's arguments), run the command; the exit status."""
-    parser = make_parser()
-    args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser(show_all="--help-all" in arguments)
+    args = parser.parse_args(_join_negative_values(arguments))
     if args.command is None:
         parser.print_help()
         return 2

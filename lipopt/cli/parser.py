@@ -22,7 +22,7 @@ examples:
   lipopt compare net.onnx --box 0,1 --c 1,-1
   lipopt solvers
 
-Run 'lipopt solve --help' for every option.
+Run 'lipopt solve --help' for its options, 'lipopt solve --help-all' for every speed lever.
 """
 
 
@@ -33,8 +33,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def make_parser() -> argparse.ArgumentParser:
-    """``lipopt`` with its subcommands, in the order ``--help`` lists them."""
+def make_parser(show_all: bool = False) -> argparse.ArgumentParser:
+    """``lipopt`` with its subcommands, in the order ``--help`` lists them; ``show_all``:
+    ``solve --help`` lists every speed lever (what ``--help-all`` asks for)."""
     parser = _Parser(
         prog="lipopt",
         description="Exact local Lipschitz constants of ReLU networks by mixed-integer "
@@ -46,7 +47,8 @@ def make_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"lipopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in (solve, certify, export, compare, solvers):
+    solve.add_parser(sub, show_all)
+    for command in (certify, export, compare, solvers):
         command.add_parser(sub)
     return parser
 

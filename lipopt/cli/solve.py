@@ -14,39 +14,36 @@ from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, lipschitz
 from lipopt.network import Network
+from lipopt.progress import counted
 from lipopt.solvers import registry
 
 SOLVE_EPILOG = """\
 examples:
-  # exact constant of f_1 - f_2 over the unit square, l-inf input norm (max ||grad||_1)
-  lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
-  # l1 input norm (max ||grad||_inf) on an l-inf ball, as JSON
+  lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1   # f_1 - f_2, exact
   lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
-  # centre from a file, stop after 60 s with certified bounds
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
-  # the whole output vector: l-inf in, l-inf out; or the cross-norm for multi-class robustness
-  lipopt solve net.onnx --box 0,1 --output-norm linf
-  lipopt solve net.onnx --center x.npy --radius 0.1 --output-norm cross
-  # an l1 ball, and per-input box bounds from a file
-  lipopt solve net.onnx --center x.npy --radius 0.5 --ball l1
+  lipopt solve net.onnx --box 0,1 --output-norm cross      # the whole output vector
   lipopt solve net.onnx --box bounds.json      # {"lower": [...], "upper": [...]}
 
-domain: give exactly one of --box or --center/--radius. Negative numbers work as typed
-(--box -1,1, --center -0.5,0.2). Vectors are comma lists or .npy/.json/.txt files.
+domain: exactly one of --box or --center/--radius (--ball l1 for an l1 ball). Negative
+numbers work as typed (--box -1,1). Vectors are comma lists or .npy/.json/.txt files.
 
-output: the value is a certified upper bound on the local Lipschitz constant, and the exact
-constant when the status is 'optimal'; 'lower' is attained at the witness input (recomputed
-in numpy). Exit status: 0 answered (optimal, gap_limit, time_limit, relaxation); 2 bad input or
-an unusable solver; 3 answered with the bounds proven before the solver failed (solver_error);
-130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+output: 'value' is a certified upper bound on the local Lipschitz constant, the exact constant
+when the status is 'optimal'; 'lower' is attained at the witness input. Exit status: 0
+answered; 2 bad input or an unusable solver; 3 answered with the bounds proven before the
+solver failed; 130 interrupted; 143 terminated (docs/cli.md#statuses-and-exit-status).
+
+speed levers (--bounds, --split, --regions, --formulation, --attack, --workers, ...): each
+is listed by 'lipopt solve --help-all' and measured in docs/performance.md.
 """
 
 #: the stages of a solve in the order they run; a result's ``timings`` holds those it went through
 STAGES = ("bounds", "build", "solve", "verify", "regions", "split", "probe", "race")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """The ``solve`` subcommand and its options."""
+def add_parser(sub: argparse._SubParsersAction, show_all: bool = False) -> None:
+    """The ``solve`` subcommand and its options; its ``--help`` lists the speed levers only
+    with ``show_all`` (``--help-all``), though every one of them is always accepted."""
     parser = sub.add_parser(
         "solve",
         help="compute the local Lipschitz constant of an ONNX network over a domain",
@@ -55,17 +52,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "inputs.",
         epilog=SOLVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # argparse cannot lay out a usage line with hidden options in exclusive groups
+        usage="lipopt solve MODEL (--box LO,HI | --center X --radius R) [options]",
     )
-    _add_solve_arguments(parser)
+    parser.add_argument(
+        "--help-all", action="help", help="show this help with every speed lever, and exit"
+    )
+    _add_solve_arguments(parser, show_all)
 
 
-def _add_solve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Every option of ``solve``, group by group, in the order ``--help`` lists them."""
+def _add_solve_arguments(parser: argparse.ArgumentParser, show_all: bool = True) -> None:
+    """Every option of ``solve``, group by group, in the order ``--help`` lists them (the
+    speed levers' help only with ``show_all``)."""
     _add_problem_arguments(parser)
     _add_solving_arguments(parser)
     perf = parser.add_argument_group("speed levers (each can be switched off)")
     _add_model_levers(perf)
     _add_search_levers(perf)
+    if not show_all:  # still accepted, not listed one by one
+        for action in perf._group_actions:
+            action.help = argparse.SUPPRESS
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--verbose", action="store_true", help="show the solver's log")
@@ -262,8 +268,9 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     if "regions" in stats:
         lines.insert(
             -1,
-            f"regions   {stats['regions']} linear regions reached, {stats['region_nodes']} "
-            f"search nodes, {stats['region_lps']} LPs",
+            f"regions   {counted(stats['regions'], 'linear region')} reached, "
+            f"{counted(stats['region_nodes'], 'search node')}, "
+            f"{counted(stats['region_lps'], 'LP')}",
         )
     if result.message:
         lines.append(f"note      {result.message}")
