@@ -21,6 +21,17 @@ Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 30.0
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``"1 region"``, ``"3 regions"``: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def example_c(outputs: int) -> str:
+    """An example ``--c`` for a network of ``outputs`` outputs: ``1,-1`` then zeros (the
+    difference of the first two outputs)."""
+    return ",".join(["1", "-1", *["0"] * (outputs - 2)]) if outputs >= 2 else "1"
+
+
 def silent(_message: str) -> None:
     """No progress messages (no progress callback given, or a forked worker whose lines would
     interleave with the parent's)."""

@@ -15,6 +15,7 @@ from lipopt.bounds.interval import Seed
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+from lipopt.progress import example_c
 
 FloatArray = NDArray[np.float64]
 
@@ -68,7 +69,8 @@ def resolve_c(network: Network, c: ArrayLike | None) -> FloatArray:
     if c is None:
         if m != 1:
             raise LipschitzError(
-                f"the network has {m} outputs; pass c (a vector of {m} numbers, e.g. --c 1,-1) "
+                f"the network has {m} outputs; pass c (a vector of {m} numbers, e.g. "
+                f"--c {example_c(m)}) "
                 "to take the constant of c^T f, or an output norm (--output-norm l1|linf|cross)"
             )
         return np.ones(1)

@@ -41,6 +41,7 @@ import numpy as np
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.network import Network
 from lipopt.norms import InputNorm
+from lipopt.progress import counted
 from lipopt.region_tree import (
     PRUNE_SLACK,
     Backward,
@@ -208,7 +209,8 @@ class _Walk:
             self.next_report = time.perf_counter() + PROGRESS_SECONDS
             search = self.search
             self.progress(
-                f"region search: {search.nodes} nodes, {search.regions} regions, "
+                f"region search: {counted(search.nodes, 'node')}, "
+                f"{counted(search.regions, 'region')}, "
                 f"best {search.best:.6g}, {len(self.stack)} branches waiting"
             )
 

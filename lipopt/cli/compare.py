@@ -8,6 +8,7 @@ import json
 from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
+from lipopt.progress import example_c
 
 COMPARE_EPILOG = """\
 examples:
@@ -96,7 +97,8 @@ def run_compare(args: argparse.Namespace) -> int:
     if c is None and network.output_dim > 1:
         raise ValueError(
             f"the network has {network.output_dim} outputs; pass --c (a vector of "
-            f"{network.output_dim} numbers, e.g. --c 1,-1): the estimators bound c^T f"
+            f"{network.output_dim} numbers, e.g. --c {example_c(network.output_dim)}): the "
+            "estimators bound c^T f"
         )
     say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
     options = {k: v for k, v in _compare_options(args).items() if k in methods}

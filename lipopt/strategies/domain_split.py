@@ -13,6 +13,7 @@ from lipopt.bracket import Bracket
 from lipopt.domain import Box
 from lipopt.heuristics.witness import Witness, attains
 from lipopt.plan.nodes import DomainSplit, Mip
+from lipopt.progress import counted
 from lipopt.query import Query
 from lipopt.split import SplitOutcome, SplitProblem, branch_and_bound
 from lipopt.strategies.context import Context
@@ -73,7 +74,7 @@ def _bracket(query: Query, box: Box, outcome: SplitOutcome, total: float) -> Bra
     exact = outcome.complete and attains(outcome.upper, witness)
     refinements = sum(r.refinements for r in solved)
     split_note = (
-        f"domain split into {outcome.parts_made} parts: {len(solved)} solved by MIP, "
+        f"domain split into {counted(outcome.parts_made, 'part')}: {len(solved)} solved by MIP, "
         f"{outcome.parts_pruned} pruned by bounds"
     )
     # what the user must know of the answer itself comes first, as on every other path

@@ -101,7 +101,7 @@ def _built_and_solved(
     say(
         f"{node.formulation.value} model: {lip.stats['variables']} variables, "
         f"{lip.stats['binaries']} binaries; solving {'LP relaxation' if relax else 'MIP'} "
-        f"with {adapter.name}{f' (time limit {limit:g} s)' if limit else ''}..."
+        f"with {adapter.name}{f' (for at most {limit:.3g} s)' if limit else ''}..."
     )
     options = SolveOptions(
         time_limit=limit, rel_gap=config.gap if config.gap else SolveOptions.rel_gap,

@@ -13,7 +13,7 @@ from lipopt.bounds import propagate
 from lipopt.bracket import Bracket, add_timings, closed
 from lipopt.domain import Box
 from lipopt.plan.nodes import RegionSearch
-from lipopt.progress import Say
+from lipopt.progress import Say, counted
 from lipopt.query import Query
 from lipopt.regions import RegionOptions, search_regions
 from lipopt.regions import RegionSearch as Found
@@ -94,7 +94,7 @@ def _report(found: Found, say: Say) -> None:
     if not found.complete and found.explored > 0:
         projected = f" (about {found.nodes / found.explored:.2g} nodes in all at this rate)"
     say(
-        f"region search: {found.nodes} nodes, {found.regions} regions, "
+        f"region search: {counted(found.nodes, 'node')}, {counted(found.regions, 'region')}, "
         f"{'complete' if found.complete else 'stopped'} after {found.seconds:.1f} s{projected}"
     )
 
@@ -123,8 +123,8 @@ def _searched(found: Found, unstable: int, timings: dict[str, float]) -> Bracket
         timings=timings,
         solver="region search (HiGHS LPs)",
         nodes=found.nodes,
-        message=f"linear-region search: {found.regions} regions reached, {found.nodes} nodes, "
-        f"{found.lps} LPs",
+        message=f"linear-region search: {counted(found.regions, 'region')} reached, "
+        f"{counted(found.nodes, 'node')}, {counted(found.lps, 'LP')}",
     )
 
 
