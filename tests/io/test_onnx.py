@@ -14,7 +14,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from lipopt.io import OnnxImportError, load_onnx
+from lipopt.io.onnx import max_opset
 from lipopt.network import Network
+from tests.helpers import random_network, save_onnx
 
 OPSETS = (11, 13, 17, 20)
 TOL = 1e-5
@@ -767,11 +769,44 @@ def test_load_onnx_constant_output_is_rejected() -> None:
         load_onnx(_model(nodes, ["N", 4], [_init("k", np.ones(3))]))
 
 
-@pytest.mark.parametrize("opset", [9, 10, 21])
+@pytest.mark.parametrize("opset", [9, 10])
 def test_load_onnx_opset_out_of_range_is_rejected(opset: int) -> None:
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    with pytest.raises(OnnxImportError, match=f"opset {opset} is not supported.*11 to 20"):
+    newest = max_opset()
+    with pytest.raises(OnnxImportError, match=f"opset {opset} is not supported.*11 to {newest}"):
         load_onnx(_model(nodes, ["N", 4], opset=opset))
+
+
+def test_an_opset_newer_than_onnx_knows_is_rejected(tmp_path) -> None:
+    newest = max_opset()
+    path = save_onnx(random_network(np.random.default_rng(0), [2, 3, 1]), tmp_path / "n.onnx")
+    model = onnx.load(path)
+    model.opset_import[0].version = newest + 1
+    with pytest.raises(OnnxImportError, match=f"opset {newest + 1} is not supported.*{newest}"):
+        load_onnx(model)
+
+
+@pytest.mark.parametrize("opset", [21, 22, max_opset()])
+def test_a_gemm_relu_network_loads_at_new_opsets(tmp_path, opset: int) -> None:
+    """Issue 33: opset 21 and newer were refused even for a plain Gemm/Relu graph."""
+    net = random_network(np.random.default_rng(opset), [3, 6, 5, 2])
+    loaded = load_onnx(save_onnx(net, tmp_path / "n.onnx", opset=opset))
+    x = np.random.default_rng(0).normal(size=(7, 3))
+    np.testing.assert_allclose(loaded.forward(x), net.forward(x), rtol=1e-12, atol=1e-12)
+
+
+def test_an_op_defined_anew_after_the_reviewed_opset_is_refused_by_name(monkeypatch) -> None:
+    """Where an op's definition is newer than the one read for the importer, the model is
+    refused naming the op; ops unchanged since then still load."""
+    from lipopt.io.onnx import loader
+
+    monkeypatch.setattr(loader, "REVIEWED_OPSET", 20)
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 4])
+    reshape = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")]
+    with pytest.raises(OnnxImportError, match="Reshape changed in ONNX opset 2[1-9]"):
+        load_onnx(_model(reshape, ["N", 4], [shape], opset=21))
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]  # Relu: unchanged since 14
+    assert load_onnx(_model(relu, ["N", 4], opset=21)).input_dim == 4
 
 
 def test_load_onnx_integer_input_is_rejected() -> None:

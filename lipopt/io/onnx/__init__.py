@@ -25,6 +25,13 @@ The ``onnx`` package itself is imported only when a model is read.
 
 from lipopt.io.onnx.context import OnnxImportError
 from lipopt.io.onnx.handlers import OP_HANDLERS
-from lipopt.io.onnx.loader import MAX_OPSET, MIN_OPSET, load_onnx
+from lipopt.io.onnx.loader import MIN_OPSET, REVIEWED_OPSET, load_onnx, max_opset
 
-__all__ = ["MAX_OPSET", "MIN_OPSET", "OP_HANDLERS", "OnnxImportError", "load_onnx"]
+__all__ = [
+    "MIN_OPSET",
+    "OP_HANDLERS",
+    "REVIEWED_OPSET",
+    "OnnxImportError",
+    "load_onnx",
+    "max_opset",
+]

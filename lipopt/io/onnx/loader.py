@@ -18,10 +18,24 @@ from lipopt.network import Network, NetworkError
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["MAX_OPSET", "MIN_OPSET", "load_onnx"]
+__all__ = ["MIN_OPSET", "REVIEWED_OPSET", "load_onnx", "max_opset"]
 
 MIN_OPSET = 11
-MAX_OPSET = 20
+
+#: the newest opset whose definitions of the ops in OP_HANDLERS were read for this importer:
+#: from 21 to 25 Constant, Flatten, Identity, Reshape, Shape, Squeeze and Unsqueeze changed
+#: their type lists only (4-bit and 8-bit float and integer types), and no other handled op
+#: changed at all. A model of a newer opset (up to the newest the installed ``onnx`` knows,
+#: :func:`max_opset`) is read where each of its ops is still defined as in this one.
+REVIEWED_OPSET = 28
+
+
+def max_opset() -> int:
+    """The newest opset the installed ``onnx`` package knows (at least 20)."""
+    import onnx.defs
+
+    return max(int(onnx.defs.onnx_opset_version()), 20)
+
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -65,17 +79,33 @@ def _check(model: onnx.ModelProto, source: object) -> None:
 
 
 def _opset(model: onnx.ModelProto) -> int:
-    """The default-domain opset version, which must lie in ``MIN_OPSET..MAX_OPSET``."""
+    """The default-domain opset version, which must lie in ``MIN_OPSET`` to :func:`max_opset`."""
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
         raise OnnxImportError("the model imports no version of the default ONNX opset")
     version = int(versions[0])
-    if not MIN_OPSET <= version <= MAX_OPSET:
+    newest = max_opset()
+    if not MIN_OPSET <= version <= newest:
         raise OnnxImportError(
-            f"ONNX opset {version} is not supported (supported: {MIN_OPSET} to {MAX_OPSET}); "
-            f"re-export the model with an opset in that range"
+            f"ONNX opset {version} is not supported (supported: {MIN_OPSET} to {newest}, the "
+            f"newest the installed onnx package knows); re-export the model with an opset in "
+            f"that range"
         )
     return version
+
+
+def _check_reviewed(op_type: str, opset: int) -> None:
+    """Refuse an op whose definition at ``opset`` is newer than :data:`REVIEWED_OPSET`."""
+    if opset <= REVIEWED_OPSET:
+        return
+    import onnx.defs
+
+    since = int(onnx.defs.get_schema(op_type, max_inclusive_version=opset).since_version)
+    if since > REVIEWED_OPSET:
+        raise OnnxImportError(
+            f"{op_type} changed in ONNX opset {since}, newer than this importer knows "
+            f"({REVIEWED_OPSET}); re-export the model with opset {REVIEWED_OPSET} or older"
+        )
 
 
 def _graph_input(graph: onnx.GraphProto, values: dict[str, Value]) -> onnx.ValueInfoProto:
@@ -237,8 +267,9 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
 
     Raises:
         OnnxImportError: the file is missing or not a valid ONNX model, the opset is outside
-            ``MIN_OPSET..MAX_OPSET``, the graph has other than one input and one output, uses an
-            op outside :data:`OP_HANDLERS`, or is not a chain of affine maps and ReLUs.
+            ``MIN_OPSET`` to :func:`max_opset`, the graph has other than one input and one
+            output, uses an op outside :data:`OP_HANDLERS` (or one defined anew after
+            :data:`REVIEWED_OPSET`), or is not a chain of affine maps and ReLUs.
     """
     from onnx import numpy_helper
 
@@ -258,6 +289,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
     for ctx in contexts:
         if ctx.node.domain not in _DEFAULT_DOMAINS or ctx.node.op_type not in OP_HANDLERS:
             raise _unsupported(ctx)
+        _check_reviewed(ctx.node.op_type, opset)
     consumers = _consumers(contexts, output_name)
     for ctx in contexts:
         _run_node(ctx, values, consumers)
