@@ -35,6 +35,14 @@ class PartSolver:
         return replace(result, model=None)  # the Pyomo model is not needed after solving
 
 
+def _no_solver(complete: bool) -> str:
+    """The solver field where no part reached a solver: the bounds closed the question, or
+    the time ran out while bounding the parts."""
+    if complete:
+        return "none (bounds sufficed)"
+    return "none (the time ran out while the parts were bounded)"
+
+
 def run_domain_split(node: DomainSplit, query: Query, limit: float | None, ctx: Context) -> Bracket:
     """Answer ``query`` by splitting its box (an ℓ∞ ball as its box) within ``limit``."""
     domain = query.domain
@@ -87,7 +95,7 @@ def _bracket(query: Query, box: Box, outcome: SplitOutcome, total: float) -> Bra
         exact_certified=exact,
         model_stats=stats,
         timings=timings,
-        solver=solved[0].solver if solved else "none (bounds sufficed)",
+        solver=solved[0].solver if solved else _no_solver(outcome.complete),
         nodes=sum(r.nodes or 0 for r in solved),
         refinements=refinements,
         message="; ".join(note for note in notes if note),

@@ -23,20 +23,14 @@ import numpy as np
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bracket import Bracket, closed, meet
 from lipopt.heuristics.witness import Witness, value_at
-from lipopt.norms import InputNorm, dual_norm
 from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
+from lipopt.split import gradient_box_norm
 from lipopt.verify import is_differentiable_at
 
 #: points sampled for an attained lower bound when the centre is not differentiable
 FLOOR_SAMPLES = 8
-
-
-def propagation_upper(net_bounds: NetworkBounds, norm: InputNorm) -> float:
-    """``||max(|g_lo|, |g_hi|)||_{α*}`` over the input gradient's interval bounds: proven."""
-    low, high = net_bounds.input_grad_lower, net_bounds.input_grad_upper
-    return float(dual_norm(np.maximum(np.abs(low), np.abs(high)), norm))
 
 
 def quick_witness(query: Query, seed: int = 0) -> Witness | None:
@@ -63,7 +57,7 @@ def floor_bracket(
     """The bracket proven by the bounds alone, with ``witness`` (or a quick one) as lower."""
     if witness is None:
         witness = quick_witness(query)
-    upper = propagation_upper(net_bounds, query.norm)
+    upper = gradient_box_norm(net_bounds, query.norm)
     lower = None if witness is None else witness.norm_value
     if lower is not None:
         upper = max(upper, lower)
