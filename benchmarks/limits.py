@@ -3,7 +3,8 @@
     PYTHONPATH=. python benchmarks/limits.py                       # -> results/limits.md
     PYTHONPATH=. python benchmarks/limits.py --sizes 2,8,8,1 --limits 5    # a subset, printed
 
-For each network size (He-normal weights, N(0, 0.5²) biases, one output, seed 0) and each time
+For each network size (He-normal weights, N(0, 0.5²) biases, one output, seed 0; the last, of
+3 inputs, takes the domain-split path) and each time
 limit, ``lipopt solve net.onnx --box 0,1 --time-limit L --json`` runs as a fresh process under a
 small parent that reports the peak resident memory of its largest descendant (the command or
 one of its racers: ``RUSAGE_CHILDREN``'s ``ru_maxrss``). The wall time is the whole command's,
@@ -32,7 +33,8 @@ from benchmarks.machine import cpu_name  # noqa: E402
 from lipopt.atomic import write_text_atomic  # noqa: E402
 from tests.helpers import random_network, save_onnx  # noqa: E402
 
-SIZES = ([2, 8, 8, 1], [20, 200, 200, 1], [200, 500, 500, 1], [2000, 2000, 1])
+#: the last is a box of 3 inputs, where lipopt splits the domain (boxes of <= 4 inputs)
+SIZES = ([2, 8, 8, 1], [20, 200, 200, 1], [200, 500, 500, 1], [2000, 2000, 1], [3, 420, 420, 1])
 LIMITS = (5.0, 20.0, 60.0)
 
 #: runs the command given as its arguments; prints the largest descendant's peak RSS (KiB)
