@@ -77,7 +77,10 @@ def compare(
     """Run the estimators in order; one result per method.
 
     Args:
-        network, domain, norm, c: the problem (``c`` defaults to ``[1]`` for one output).
+        network: the network.
+        domain: the region of inputs.
+        norm: the input norm.
+        c: the output weighting (default ``[1]`` for one output).
         methods: names (list or comma string); default every estimator, cheapest first.
         progress: called with ``"<name>: running"`` before and ``"<name>: <value> (<s> s)"``
             after each method (the CLI prints these while slow methods run).
