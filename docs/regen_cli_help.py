@@ -1,4 +1,5 @@
-"""Rewrite the ``--help`` blocks of docs/cli.md from the parser (run after changing the CLI).
+"""Rewrite the ``--help`` blocks of docs/cli.md from the parser, and its table of JSON keys from
+lipopt/schema.py (run after changing either).
 
     python docs/regen_cli_help.py
 
@@ -33,8 +34,18 @@ def help_text(argv: list[str]) -> str:
     return out.getvalue().rstrip("\n")
 
 
+#: the JSON keys' table sits between these two lines
+KEYS_START = "<!-- json-keys: generated from lipopt/schema.py by docs/regen_cli_help.py -->\n"
+KEYS_END = "\n<!-- /json-keys -->"
+
+
 def render(page: str) -> str:
-    """``page`` with every help block replaced by the parser's current output."""
+    """``page`` with every help block replaced by the parser's current output, and the JSON
+    keys' table by :func:`lipopt.schema.markdown_table`."""
+    from lipopt.schema import markdown_table
+
+    head, rest = page.split(KEYS_START, 1)
+    page = head + KEYS_START + markdown_table() + KEYS_END + rest.split(KEYS_END, 1)[1]
     for title, argv in COMMANDS.items():
         pattern = re.compile(r"(## `" + re.escape(title) + r"`.*?```\n)(.*?)(\n```)", re.S)
         text = help_text(argv)

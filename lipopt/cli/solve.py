@@ -15,6 +15,7 @@ from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, lipschitz
 from lipopt.network import Network
 from lipopt.progress import counted
+from lipopt.schema import TIMING_KEYS
 from lipopt.solvers import registry
 
 SOLVE_EPILOG = """\
@@ -38,7 +39,7 @@ is listed by 'lipopt solve --help-all' and measured in docs/performance.md.
 """
 
 #: the stages of a solve in the order they run; a result's ``timings`` holds those it went through
-STAGES = ("bounds", "build", "solve", "verify", "regions", "split", "probe", "race")
+STAGES = tuple(TIMING_KEYS)
 
 
 def add_parser(sub: argparse._SubParsersAction, show_all: bool = False) -> None:
