@@ -85,9 +85,19 @@ def best_witness(
         if best is None or value > best.norm_value:
             best = Witness(point, value, full)
     if best is None and fallback:  # random points are differentiable with probability one
-        for point in domain.sample(64, rng):
-            if is_differentiable_at(network, point):
-                value = value_at(network, point, seed, norm)
-                if best is None or value > best.norm_value:
-                    best = Witness(point, value, False)
+        best = best_differentiable(network, seed, norm, list(domain.sample(64, rng)))
+    return best
+
+
+def best_differentiable(
+    network: Network, seed: Seed, norm: InputNorm, points: list[FloatArray]
+) -> Witness | None:
+    """The best of ``points`` where the network is differentiable, uncertified (no margin
+    LP): the value there is attained."""
+    best: Witness | None = None
+    for point in points:
+        if is_differentiable_at(network, point):
+            value = value_at(network, point, seed, norm)
+            if best is None or value > best.norm_value:
+                best = Witness(np.asarray(point, dtype=np.float64), value, False)
     return best

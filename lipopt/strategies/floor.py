@@ -22,7 +22,7 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bracket import Bracket, closed, meet
-from lipopt.heuristics.witness import Witness, value_at
+from lipopt.heuristics.witness import Witness, best_differentiable
 from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
@@ -38,17 +38,10 @@ def quick_witness(query: Query, seed: int = 0) -> Witness | None:
     sampled points, where the network is differentiable (its region is not certified)."""
     low, high = query.domain.bounding_box()
     centre = (low + high) / 2.0
-    candidates = [centre] if query.domain.contains(centre) else []
-    if not candidates or not is_differentiable_at(query.network, centre):
-        candidates = list(query.domain.sample(FLOOR_SAMPLES, np.random.default_rng(seed)))
-    best: Witness | None = None
-    for point in candidates:
-        if not is_differentiable_at(query.network, point):
-            continue
-        value = value_at(query.network, point, query.seed, query.norm)
-        if best is None or value > best.norm_value:
-            best = Witness(np.asarray(point, dtype=np.float64), value, False)
-    return best
+    points = [centre] if query.domain.contains(centre) else []
+    if not points or not is_differentiable_at(query.network, centre):
+        points = list(query.domain.sample(FLOOR_SAMPLES, np.random.default_rng(seed)))
+    return best_differentiable(query.network, query.seed, query.norm, points)
 
 
 def floor_bracket(

@@ -56,8 +56,8 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     timings = {"bounds": time.perf_counter() - start}
     found: list[Witness] = []
     try:
-        clock = (limit, call_start, adapter)
-        return _built_and_solved(node, query, clock, net_bounds, found, timings, ctx)
+        clock = (limit, call_start)
+        return _built_and_solved(node, query, clock, adapter, net_bounds, found, timings, ctx)
     except (SolverFailure, NoBoundError) as err:  # the time up to the error counts as solving
         rest = time.perf_counter() - call_start - sum(timings.values())
         timings["solve"] = timings.get("solve", 0.0) + max(rest, 0.0)
@@ -68,17 +68,18 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
 def _built_and_solved(
     node: Mip,
     query: Query,
-    clock: tuple[float | None, float, Solver],
+    clock: tuple[float | None, float],
+    adapter: Solver,
     net_bounds: NetworkBounds,
     found: list[Witness],
     timings: dict[str, float],
     ctx: Context,
 ) -> Bracket:
-    """The rest of :func:`run_mip` after the bounds (``clock``: the limit, when the call
-    started, and the solver): tangent bounds, the model (if its build fits in the time left),
+    """The rest of :func:`run_mip` after the bounds (``clock``: the limit and when the call
+    started): tangent bounds, the model (if its build fits in the time left),
     the start points (put in ``found``), the solve; each stage's seconds into ``timings``."""
     config, say = node.config, ctx.say
-    limit, call_start, adapter = clock
+    limit, call_start = clock
     tangent = None
     if node.subnets:
         tangent, _ = subnet_tangent_bounds(
@@ -127,10 +128,11 @@ def _check_build_fits(query: Query, limit: float | None, call_start: float, ctx:
     if limit is None:
         return
     left = limit - (time.perf_counter() - call_start)
-    needs = _weights(query) * ctx.policy.build_seconds_per_weight
+    weights = _weights(query)
+    needs = weights * ctx.policy.build_seconds_per_weight
     if needs > left:
         raise NoBoundError(
-            f"the model of {_weights(query)} weights takes about {needs:.0f} s to build, more "
+            f"the model of {weights} weights takes about {needs:.0f} s to build, more "
             f"than the {max(left, 0.0):.1f} s left of the time limit"
         )
 
