@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 from lipopt.cli.certify import CERTIFY_EPILOG, format_certificate, run_certify
 from lipopt.cli.common import domain_from_args
 from lipopt.cli.compare import COMPARE_EPILOG, run_compare
-from lipopt.cli.exits import EXIT_BAD_INPUT, EXIT_TERMINATED, interruption, signals_as_interrupts
+from lipopt.cli.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_TERMINATED,
+    interruption,
+    output_closed,
+    signals_as_interrupts,
+)
 from lipopt.cli.export import run_export
 from lipopt.cli.parser import MAIN_EPILOG, VALUE_OPTIONS, _join_negative_values, make_parser
 from lipopt.cli.solve import SOLVE_EPILOG, STAGES, _format_stages, format_result, run_solve
@@ -76,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             how = "terminated" if code == EXIT_TERMINATED else "interrupted"
             print(f"lipopt {args.command}: {how}", file=sys.stderr)
             return code
+        if isinstance(exc, BrokenPipeError):
+            return output_closed()
         if isinstance(exc, USER_ERRORS):
             print(f"lipopt {args.command}: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -15,7 +15,9 @@ closes them; a worker also dies with its parent, :func:`lipopt.workers.die_with_
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from types import FrameType
 
@@ -24,6 +26,8 @@ EXIT_BAD_INPUT = 2
 EXIT_SOLVER_ERROR = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+#: stdout closed early by its reader (``lipopt solve ... | head``): as a shell reports SIGPIPE
+EXIT_BROKEN_PIPE = 141
 
 
 class Terminated(KeyboardInterrupt):
@@ -75,3 +79,11 @@ def interruption(exc: BaseException) -> int | None:
 def exit_status(statuses: list[str]) -> int:
     """0 for answers, 3 where any answer ended in a solver error."""
     return EXIT_SOLVER_ERROR if "solver_error" in statuses else EXIT_ANSWERED
+
+
+def output_closed() -> int:
+    """stdout's reader went away (a pipe into ``head``): nothing more can be printed, so point
+    stdout at /dev/null (Python would fail again flushing it at exit) and end quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
