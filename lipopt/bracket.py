@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.verify import EXACT_TOLERANCE
+
 if TYPE_CHECKING:
     from lipopt.formulation import LipschitzModel
 
@@ -70,8 +72,9 @@ class Bracket:
 
 
 def closed(upper: float, lower: float | None) -> bool:
-    """An upper bound and an attained value meet: within 1e-6 relative (absolute below 1)."""
-    return lower is not None and abs(upper - lower) <= 1e-6 * max(1.0, abs(upper))
+    """An upper bound and an attained value meet: within
+    :data:`~lipopt.verify.EXACT_TOLERANCE` relative (absolute below 1)."""
+    return lower is not None and abs(upper - lower) <= EXACT_TOLERANCE * max(1.0, abs(upper))
 
 
 def meet(results: list[Any]) -> Any:

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from lipopt.balance import balanced
 from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation.build import Formulation
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.regions import RegionOptions
 from lipopt.solvers import get
@@ -49,7 +51,7 @@ class SolveConfig:
     threads: int | None = None
     verbose: bool = False
     bounds: str = "linear"
-    max_refinements: int = 10
+    max_refinements: int | None = None
     random_seed: int = 0
     split: bool | str | SplitOptions = "auto"
     decompose: bool | str = "auto"
@@ -94,18 +96,20 @@ def configure(
     norm: InputNorm | str,
     objective: tuple[ArrayLike | None, OutputNorm | str | None],
     levers: dict[str, Any],
-    race_norms: frozenset[str],
+    policy: Policy,
 ) -> tuple[Query, SolveConfig]:
     """The query and its configuration from the arguments of :func:`lipopt.lipschitz`, checked
     in the order users have always seen the messages in. ``objective`` is ``(c, output_norm)``;
-    ``levers`` the keyword options (every key of :class:`SolveConfig`)."""
+    ``levers`` the keyword options (every key of :class:`SolveConfig`). The query's network is
+    ``network`` with badly scaled neurons balanced (:func:`lipopt.balance.balanced`)."""
     input_norm = InputNorm.parse(norm)
     mode = levers["mode"]
     mode = Mode(mode) if not isinstance(mode, Mode) else mode
     _check_limits(levers)
     check_dimension(domain, network.input_dim)
-    query = Query(network, domain, input_norm, resolve_seed(network, *objective))
-    form = resolve_formulation(levers["formulation"], query, mode, race_norms)
+    seed = resolve_seed(network, *objective)
+    query = Query(balanced(network, policy.balance_ratio), domain, input_norm, seed)
+    form = resolve_formulation(levers["formulation"], query, mode, policy.auto_race_norms)
     get(levers["solver"])  # an unknown solver is refused here
     _check_switches(levers, query, mode, form)
     config = SolveConfig(

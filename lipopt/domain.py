@@ -63,9 +63,13 @@ class Box:
         bad = np.flatnonzero(lower >= upper)
         if bad.size:
             j = int(bad[0])
+            hint = (
+                "; to hold an input fixed, fold it into the first layer's bias and leave it out"
+                if lower[j] == upper[j] else ""
+            )
             raise DomainError(
                 f"box needs lower < upper in every coordinate; coordinate {j} has "
-                f"lower {lower[j]:g} >= upper {upper[j]:g}"
+                f"lower {lower[j]:g} >= upper {upper[j]:g}{hint}"
             )
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)

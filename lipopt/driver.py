@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from lipopt.bounds.interval import interval_bounds
-from lipopt.bracket import Bracket
+from lipopt.bracket import Bracket, closed
 from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
 from lipopt.domain import Domain
 from lipopt.lazy import load_for_solving
@@ -33,6 +33,7 @@ from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
 from lipopt.strategies.mip import run_mip
 from lipopt.strategies.race import run_race
 from lipopt.strategies.region_search import run_regions
+from lipopt.verify import is_inside_a_region
 
 Strategy = Callable[[Any, Query, "float | None", Context], Bracket]
 
@@ -57,9 +58,8 @@ class Driver:
         keywords, unset ones at their defaults); ``arguments["time_limit"]`` is its limit."""
         levers = {**LEVER_DEFAULTS, **arguments}
         query, config = configure(
-            query.network, query.domain, query.norm, objective(query), levers,
-            ctx.policy.auto_race_norms,
-        )  # fmt: skip
+            query.network, query.domain, query.norm, objective(query), levers, ctx.policy
+        )
         node = plan(query, config, here(ctx.policy, config), ctx.policy)
         return self.run(node, query, config.time_limit, ctx)
 
@@ -101,7 +101,7 @@ def answer(
     load_for_solving()
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
-    query, config = configure(network, domain, norm, objective_args, levers, policy.auto_race_norms)
+    query, config = configure(network, domain, norm, objective_args, levers, policy)
     node = plan(query, config, here(policy, config), policy)
     ctx = context(progress, policy)
     try:
@@ -116,7 +116,30 @@ def answer(
     if hint:
         ctx.say(hint)
         bracket = replace(bracket, message=f"{bracket.message}; {hint}")
-    return to_result(with_a_lower(bracket, query), query)
+    return to_result(honest(with_a_lower(bracket, query), query), query)
+
+
+#: why an answer the solvers call optimal is reported as ``upper_bound``
+NOT_PROVEN_EXACT = (
+    "not proven exact: the solver's optimum sits on a kink shared by several neurons (the "
+    "network is not in general position here) and no input attaining it was found; the "
+    "constant lies in [lower, value]"
+)
+
+
+def honest(bracket: Bracket, query: Query) -> Bracket:
+    """``optimal`` only when ``value`` is proven to be the constant: ``lower`` meets it
+    (:func:`~lipopt.bracket.closed`) and is attained at a point inside a full-dimensional linear
+    region (certified by the margin LP, or :func:`~lipopt.verify.is_inside_a_region`), so
+    ``lower <= L <= value`` pins ``L``. Otherwise ``upper_bound``, with the reason."""
+    if bracket.status != "optimal":
+        return bracket
+    witness = bracket.witness
+    if witness is not None and closed(bracket.upper, bracket.lower):
+        if bracket.exact_certified or is_inside_a_region(query.network, query.domain, witness):
+            return replace(bracket, exact_certified=True)
+    message = f"{bracket.message}; {NOT_PROVEN_EXACT}" if bracket.message else NOT_PROVEN_EXACT
+    return replace(bracket, status="upper_bound", exact_certified=False, message=message)
 
 
 def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
@@ -151,7 +174,7 @@ def solve_entry(
     policy = Policy.current()
     query, config = configure(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),
-        {**LEVER_DEFAULTS, **arguments}, policy.auto_race_norms,
+        {**LEVER_DEFAULTS, **arguments}, policy,
     )  # fmt: skip
     node = plan(query, config, here(policy, config), policy)
     return DRIVER.run(node, query, config.time_limit, context(None, policy, stop))
@@ -179,4 +202,4 @@ def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
     )
 
 
-__all__ = ["DRIVER", "Driver", "SolveConfig", "answer", "solve_entry", "to_result"]
+__all__ = ["DRIVER", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "to_result"]

@@ -76,7 +76,7 @@ def lipschitz(
     threads: int | None = None,
     verbose: bool = False,
     bounds: str = "linear",
-    max_refinements: int = 10,
+    max_refinements: int | None = None,
     random_seed: int = 0,
     progress: Callable[[str], None] | None = None,
     split: bool | str | SplitOptions = "auto",
@@ -112,7 +112,9 @@ def lipschitz(
         verbose: show the solver's log.
         bounds: bound propagation: ``"linear"`` (CROWN-style, the default), ``"interval"``,
             or ``"lp"`` (LP tightening of unstable neurons).
-        max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region.
+        max_refinements: re-solves allowed when the optimum sits on a lower-dimensional region
+            (a network not in general position); None (the default): until the optimum's
+            region is full-dimensional or the time limit.
         random_seed: for the random fallback witness search.
         progress: called with a short message at each stage (the CLI prints them), and
             every :data:`~lipopt.progress.HEARTBEAT_SECONDS` during a long MIP solve or race.

@@ -121,7 +121,9 @@ def operator_value(
     """``max_{w ∈ B_β*} ||J^T w||_{α*}`` for one Jacobian J (m, d), by the dual ball's vertices.
 
     ℓ1 input with ℓ1 output has the closed form ``max_j ||J[:, j]||_1``; where the vertices are
-    too many, the best of ``hint`` (a point of the dual ball, e.g. the solver's) is a lower bound.
+    too many (only ℓ1 output norms on more than 17 outputs), the value at ``hint`` (e.g. the
+    solver's w) is a lower bound, once pulled into the dual ball (the ℓ∞ unit ball): a solver's
+    w may stand outside it by its tolerance, and its value would then exceed what is attained.
     """
     alpha = InputNorm.parse(input_norm)
     beta = OutputNorm.parse(output_norm)
@@ -129,8 +131,9 @@ def operator_value(
     if alpha is InputNorm.L1 and beta in (OutputNorm.L1, OutputNorm.ABS):
         return float(np.abs(jac).sum(axis=0).max())
     verts = beta.vertices(jac.shape[0])
-    candidates = [] if verts is None else [verts]
-    if hint is not None:
-        candidates.append(np.asarray(hint, dtype=np.float64).reshape(1, -1))
-    values = dual_norm(np.vstack(candidates) @ jac, alpha)
-    return float(np.max(values))
+    if verts is None:  # ℓ1 output: its dual ball is the ℓ∞ unit ball
+        if hint is None:
+            return 0.0
+        w = np.asarray(hint, dtype=np.float64).reshape(1, -1)
+        verts = w / max(1.0, float(np.abs(w).max()))
+    return float(np.max(dual_norm(verts @ jac, alpha)))

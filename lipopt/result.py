@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.verify import EXACT_TOLERANCE
+
 if TYPE_CHECKING:
     from lipopt.formulation.build import LipschitzModel
 
@@ -66,6 +68,12 @@ class LipschitzResult:
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
 
     @property
+    def tolerance(self) -> float:
+        """``optimal`` means ``|value - lower| <= tolerance * max(1, |value|)``, with ``lower``
+        attained inside a full-dimensional linear region."""
+        return EXACT_TOLERANCE
+
+    @property
     def seconds(self) -> float:
         return float(sum(self.timings.values()))
 
@@ -77,5 +85,6 @@ class LipschitzResult:
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
         out["c"] = None if self.c is None else [float(v) for v in self.c]
         out["gap"] = self.gap
+        out["tolerance"] = self.tolerance
         out["seconds"] = self.seconds
         return out

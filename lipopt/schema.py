@@ -11,11 +11,11 @@ RESULT_KEYS: dict[str, str] = {
     "`optimal` (the same as `upper`)",
     "upper": "the same as `value`",
     "lower": "value attained at `witness`, recomputed in numpy (`null` if no witness)",
-    "status": "`optimal`, `gap_limit`, `time_limit`, `solver_error`, `interrupted` or "
-    "`relaxation` ([statuses](#statuses-and-exit-status))",
+    "status": "`optimal` (exact), `upper_bound`, `gap_limit`, `time_limit`, `solver_error`, "
+    "`interrupted` or `relaxation` ([statuses](#statuses-and-exit-status))",
     "witness": "the input where `lower` is attained (list of numbers, or `null`)",
     "exact_certified": "the witness's region is proven full-dimensional and `lower` matches "
-    "`value`",
+    "`value`: true exactly when `status` is `optimal`",
     "timings": "seconds per stage (below); they add up to `seconds`",
     "solver": "solver name and version; `region search (HiGHS LPs)` where the region search "
     "answered alone, `... bounds only` where bound propagation did",
@@ -27,6 +27,9 @@ RESULT_KEYS: dict[str, str] = {
     "refinements": "re-solves that excluded lower-dimensional activation patterns",
     "message": 'notes on this answer (how it was found, why it stopped), or `""`',
     "gap": "(upper − lower) / \\|upper\\|, or `null`",
+    "tolerance": "`optimal` means \\|value − lower\\| ≤ tolerance · max(1, \\|value\\|) (1e-6), "
+    "with `lower` attained inside a full-dimensional region: its point's pre-activations clear "
+    "of 0 by 1e-9 of their magnitude, or a margin LP's ball of radius > 1e-9",
     "seconds": "sum of `timings`",
     "model": "the ONNX path as given (the CLI adds it)",
 }

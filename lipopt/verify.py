@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,13 +37,24 @@ class Dimension(str, Enum):
     UNDECIDED = "undecided"
 
 
+#: a hidden neuron, as (layer, index), both 0-based
+Neuron = tuple[int, int]
+
+
 @dataclass(frozen=True)
 class RegionCheck:
-    """Outcome of the margin LP: the verdict, the margin ``t*`` and the deepest point."""
+    """Outcome of the margin LP: the verdict, the margin ``t*`` and the deepest point.
+
+    ``support`` (a ``LOWER`` verdict only): the neurons whose rows carry the LP's proof, those
+    with a nonzero dual value. Every pattern that agrees with this one on them, and on every
+    neuron of the layers below the deepest of them (which shape their rows), has the same rows,
+    so its margin LP is no larger: its region is lower-dimensional too. None where unknown.
+    """
 
     dimension: Dimension
     margin: float
     point: FloatArray | None
+    support: tuple[Neuron, ...] | None = None
 
 
 def pattern_affine_maps(
@@ -60,29 +72,55 @@ def pattern_affine_maps(
     return maps
 
 
-def _pattern_rows(
-    network: Network, pattern: list[FloatArray], n_vars: int
-) -> tuple[list[FloatArray], list[float]] | None:
+def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[FloatArray, FloatArray]]:
+    """Per hidden layer, the size each ``A_i`` and ``d_i`` of :func:`pattern_affine_maps` is
+    computed from, without cancellation (``|W|`` for ``W``): rounding is relative to these, so
+    a row is zero, or a constant has a sign, only relative to them, whatever the neuron's
+    scale."""
+    affines = network.affine_layers
+    sizes = []
+    a_abs, d_abs = np.abs(affines[0].weight), np.abs(affines[0].bias)
+    for k, mask in enumerate(pattern):
+        sizes.append((np.linalg.norm(a_abs, axis=1), d_abs))
+        nxt = np.abs(affines[k + 1].weight)
+        a_abs = nxt @ (mask[:, None] * a_abs)
+        d_abs = nxt @ (mask * d_abs) + np.abs(affines[k + 1].bias)
+    return sizes
+
+
+@dataclass
+class _PatternRows:
+    """The margin LP's neuron rows, the neuron of each, or the neuron that empties the region."""
+
+    rows: list[FloatArray]
+    rhs: list[float]
+    neurons: list[Neuron]
+    empty_at: Neuron | None = None
+
+
+def _pattern_rows(network: Network, pattern: list[FloatArray], n_vars: int) -> _PatternRows:
     """The margin LP's rows ``-σ_i A_i x / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
-    over ``(x, t, ...)``, one per hidden neuron whose ``A_i`` is not zero; None when a constant
-    pre-activation (``A_i = 0``) has the wrong sign, so the region is empty."""
+    over ``(x, t, ...)``, one per hidden neuron whose ``A_i`` is not zero. A constant
+    pre-activation (``A_i = 0``) of the wrong sign empties the region (``empty_at``)."""
     d = network.input_dim
-    rows: list[FloatArray] = []
-    rhs: list[float] = []
-    for (a_mat, d_vec), mask in zip(pattern_affine_maps(network, pattern), pattern):
+    found = _PatternRows([], [], [])
+    maps = zip(pattern_affine_maps(network, pattern), _magnitudes(network, pattern), pattern)
+    for k, ((a_mat, d_vec), (a_size, d_size), mask) in enumerate(maps):
         sign = 2.0 * mask - 1.0
         norms = np.linalg.norm(a_mat, axis=1)
         for i in range(a_mat.shape[0]):
-            if norms[i] <= 1e-14:
-                if sign[i] * d_vec[i] < -1e-12:  # a constant pre-activation of the wrong sign
-                    return None
+            if norms[i] <= 1e-12 * a_size[i]:  # A_i = 0 up to rounding (0 when nothing cancels)
+                if sign[i] * d_vec[i] < -1e-12 * max(d_size[i], 1e-300):  # of the wrong sign
+                    found.empty_at = (k, i)
+                    return found
                 continue
             row = np.zeros(n_vars)
             row[:d] = -sign[i] * a_mat[i] / norms[i]
             row[d] = 1.0
-            rows.append(row)
-            rhs.append(sign[i] * d_vec[i] / norms[i])
-    return rows, rhs
+            found.rows.append(row)
+            found.rhs.append(sign[i] * d_vec[i] / norms[i])
+            found.neurons.append((k, i))
+    return found
 
 
 def _domain_rows(
@@ -137,9 +175,9 @@ def check_region(
     d = network.input_dim
     n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # x, t, dev
     found = _pattern_rows(network, pattern, n_vars)
-    if found is None:
-        return RegionCheck(Dimension.LOWER, -np.inf, None)
-    rows, rhs = found
+    if found.empty_at is not None:
+        return RegionCheck(Dimension.LOWER, -np.inf, None, (found.empty_at,))
+    rows, rhs = list(found.rows), list(found.rhs)
     lower, upper = domain.bounding_box()
     bounds = _domain_rows(domain, lower, upper, n_vars, rows, rhs)
     objective = np.zeros(n_vars)
@@ -160,8 +198,54 @@ def check_region(
     if margin > FULL_DIM_MARGIN:
         return RegionCheck(Dimension.FULL, margin, point)
     if margin <= NULL_MARGIN:
-        return RegionCheck(Dimension.LOWER, margin, point)
+        return RegionCheck(Dimension.LOWER, margin, point, _support(result, found.neurons))
     return RegionCheck(Dimension.UNDECIDED, margin, point)
+
+
+def _support(result: Any, neurons: list[Neuron]) -> tuple[Neuron, ...] | None:
+    """The neurons whose rows have a nonzero dual value in the margin LP's optimum: the LP
+    over those rows and the domain's alone has the same optimum (its dual keeps the same
+    solution), so they alone prove the region lower-dimensional."""
+    marginals = getattr(getattr(result, "ineqlin", None), "marginals", None)
+    if marginals is None:
+        return None
+    duals = np.asarray(marginals)[: len(neurons)]
+    support = tuple(neuron for neuron, dual in zip(neurons, duals) if dual != 0.0)
+    return support or None  # no neuron row in the proof: numerical noise, cut the whole pattern
+
+
+#: an upper bound and an attained value meet within this, relative (absolute below 1): the
+#: solvers hold each row to 1e-6, so an optimum may exceed the true maximum by about that much
+EXACT_TOLERANCE = 1e-6
+
+#: a pre-activation is clear of its kink when ``|z| > INTERIOR_MARGIN · (|W||h| + |b|)``: far
+#: above float64's rounding error of ``z`` (about ``n · 1e-16`` of the same magnitude)
+INTERIOR_MARGIN = 1e-9
+
+
+def is_inside_a_region(network: Network, domain: Domain, x: FloatArray) -> bool:
+    """True when ``x`` lies in the domain and every hidden pre-activation is clear of its kink,
+    relative to the magnitude it is computed from (:data:`INTERIOR_MARGIN`): then an open set
+    around ``x`` shares its activation pattern, so that pattern's region is full-dimensional and
+    the gradient at ``x`` is a gradient of ``f`` (it holds for a neuron scaled by 1e6 or 1e-6
+    as for any other). A neuron whose pre-activation does not move with ``x`` near it (its row of
+    ``∂z/∂x`` is exactly zero) may sit at 0: its state changes nothing there."""
+    if not domain.contains(x):
+        return False
+    h = np.asarray(x, dtype=np.float64)
+    jacobian = np.eye(len(h))  # dh/dx on x's pattern
+    for affine in network.affine_layers[:-1]:
+        z = affine.weight @ h + affine.bias
+        rows = affine.weight @ jacobian
+        magnitude = np.abs(affine.weight) @ np.abs(h) + np.abs(affine.bias)
+        near_kink = (np.abs(z) <= INTERIOR_MARGIN * magnitude) | (z == 0.0)
+        constant = ~rows.any(axis=1)  # z does not move with x near it: either state is the same
+        if np.any(near_kink & ~constant):
+            return False
+        on = z > 0.0
+        h = np.where(on, z, 0.0)
+        jacobian = on[:, None] * rows
+    return True
 
 
 def is_differentiable_at(network: Network, x: FloatArray, tol: float = 1e-9) -> bool:

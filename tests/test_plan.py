@@ -64,10 +64,7 @@ def _question(dim: int, depth: int, domain: str, objective: str, norm: str, flag
     if output_norm is None:
         c = [1.0, -1.0]
     levers = {**LEVER_DEFAULTS, **FLAGS[flags]}
-    policy = Policy.current()
-    return configure(
-        net, DOMAINS[domain](dim), norm, (c, output_norm), levers, policy.auto_race_norms
-    )
+    return configure(net, DOMAINS[domain](dim), norm, (c, output_norm), levers, Policy.current())
 
 
 def _keys() -> list[tuple]:

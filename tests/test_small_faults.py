@@ -75,6 +75,7 @@ def test_a_finished_answer_without_a_model_says_none_was_needed():
 def test_a_split_answer_keeps_the_note_that_the_optimum_was_not_shown_attained():
     """On the domain-split path (boxes of <= 4 inputs) an optimal answer whose witness region
     is not full-dimensional says so, as on every other path, before the split's own note."""
+    from lipopt.driver import NOT_PROVEN_EXACT, honest
     from lipopt.network import Affine, Network, ReLU
     from lipopt.query import Query
     from lipopt.split import SplitOutcome
@@ -89,15 +90,36 @@ def test_a_split_answer_keeps_the_note_that_the_optimum_was_not_shown_attained()
         upper=1.0, lower=1.0, witness=np.array([0.5]), best=None, solved=[], parts_made=3,
         parts_pruned=3, complete=True, bound_seconds=0.0,
     )  # fmt: skip
-    bracket = _bracket(Query(net, box, lipopt_norm("linf"), np.ones(1)), box, outcome, 0.1)
+    query = Query(net, box, lipopt_norm("linf"), np.ones(1))
+    bracket = _bracket(query, box, outcome, 0.1)
     assert bracket.status == "optimal" and not bracket.exact_certified
-    assert bracket.message.startswith("the optimum could not be shown to be attained")
-    assert bracket.message.endswith(
-        "domain split into 3 parts: 0 solved by MIP, 3 pruned by bounds"
-    )
+    assert bracket.message == "domain split into 3 parts: 0 solved by MIP, 3 pruned by bounds"
+    # the result says it (issue 31): not optimal, and why, before the split's note
+    answer = honest(bracket, query)
+    assert answer.status == "upper_bound" and not answer.exact_certified
+    assert answer.message.startswith("domain split into 3 parts")
+    assert answer.message.endswith(NOT_PROVEN_EXACT)
 
 
 def lipopt_norm(name: str):
     from lipopt.norms import InputNorm
 
     return InputNorm.parse(name)
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path):
+    """``lipopt solve ... | head -1``: the reader closes the pipe after one line; the command
+    ends with status 141 (as SIGPIPE) and no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parent.parent / "models" / "synthetic-2x20x40x20x2.onnx"
+    script = Path(sys.executable).with_name("lipopt")
+    command = [str(script), "solve", str(model), "--center", "0.5,0.5", "--radius", "0.05",
+               "--c", "1,-1", "--quiet"]  # fmt: skip
+    solve = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    solve.stdout.close()  # the reader is gone before the answer is printed
+    _, stderr = solve.communicate(timeout=120)
+    assert solve.returncode == 141
+    assert b"Traceback" not in stderr and stderr == b""

@@ -243,7 +243,8 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
         else f"output norm {result.output_norm}"
     )
     verdict = {
-        "optimal": "exact" if result.exact_certified else "optimal, not certified attained",
+        "optimal": "exact",
+        "upper_bound": "not proven exact: the constant is in [lower, value]",
         "relaxation": "LP relaxation: upper bound only",
         "gap_limit": "stopped at the gap limit: bounds only",
         "time_limit": "stopped at the time limit: bounds only",

@@ -86,7 +86,7 @@ def _bracket(query: Query, box: Box, outcome: SplitOutcome, total: float) -> Bra
         f"{outcome.parts_pruned} pruned by bounds"
     )
     # what the user must know of the answer itself comes first, as on every other path
-    notes = [refinement_message(refinements, status, exact), split_note]
+    notes = [refinement_message(refinements), split_note]
     return Bracket(
         upper=outcome.upper,
         lower=outcome.lower,

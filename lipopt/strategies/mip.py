@@ -282,6 +282,6 @@ def _bracket(
         solver=solved.first.solver,
         nodes=solved.nodes if solved.nodes > 0 else None,
         refinements=solved.refinements,
-        message=refinement_message(solved.refinements, status, exact),
+        message=refinement_message(solved.refinements),
         model=problem.lip,
     )

@@ -113,7 +113,7 @@ class Pieces:
             solver=self.solver or no_solver,
             nodes=self.nodes if self.nodes > 0 else None,
             refinements=self.refinements,
-            message=refinement_message(self.refinements, status, exact_certified),
+            message=refinement_message(self.refinements),
             model=problem.lip,
         )
 

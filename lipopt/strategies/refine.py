@@ -23,7 +23,7 @@ from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, SolverFailure, Termination
-from lipopt.verify import Dimension, check_region
+from lipopt.verify import Dimension, Neuron, check_region
 
 pe = lazy_module("pyomo.environ")
 
@@ -41,7 +41,7 @@ class ModelProblem:
     adapter: Any
     options: SolveOptions
     deadline: float | None
-    max_refinements: int
+    max_refinements: int | None
     gap: float | None
     rng: np.random.Generator
     say: Say
@@ -135,9 +135,10 @@ def _refine(
         if (
             check.dimension is not Dimension.LOWER
             or solved.last.termination is not Termination.OPTIMAL
-            or solved.refinements >= problem.max_refinements
+            or (problem.max_refinements is not None
+                and solved.refinements >= problem.max_refinements)
             or (remaining is not None and remaining <= 0)
-            or not exclude_pattern(lip, values)
+            or not exclude_pattern(lip, values, check.support)
         ):
             return
         solved.refinements += 1
@@ -207,9 +208,17 @@ def full_pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> lis
     return pattern
 
 
-def exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
-    """Add a no-good cut removing the incumbent's activation pattern; False if nothing to cut."""
-    binaries = [v for layer in lip.activations for v in layer.values()]
+def exclude_pattern(
+    lip: LipschitzModel, values: Any, support: tuple[Neuron, ...] | None = None
+) -> bool:
+    """Add a no-good cut removing the incumbent's activation pattern; False if nothing to cut.
+
+    With the ``support`` of a lower-dimensional verdict (:class:`~lipopt.verify.RegionCheck`)
+    the cut names only the binaries of those neurons and of every layer below the deepest of
+    them: it removes every pattern that agrees there, all lower-dimensional too (a network
+    whose biases are zero has up to 2^n such patterns at the origin, one cut each without it).
+    """
+    binaries = [v for layer in _cut_layers(lip, support) for v in layer.values()]
     if not binaries:
         return False
     model = lip.model
@@ -219,6 +228,18 @@ def exclude_pattern(lip: LipschitzModel, values: Any) -> bool:
         pe.quicksum((1 - v) if values.get(v, 0.0) > 0.5 else v for v in binaries) >= 1
     )
     return True
+
+
+def _cut_layers(lip: LipschitzModel, support: tuple[Neuron, ...] | None) -> list[dict]:
+    """Per hidden layer, the binaries a no-good cut must name (see :func:`exclude_pattern`)."""
+    if support is None:
+        return list(lip.activations)
+    deepest = max(layer for layer, _ in support)
+    named = set(support)
+    return [
+        bins if k < deepest else {i: v for i, v in bins.items() if (k, i) in named}
+        for k, bins in enumerate(lip.activations[: deepest + 1])
+    ]
 
 
 def w_values(lip: LipschitzModel, values: Any) -> FloatArray | None:
@@ -266,17 +287,12 @@ def solve_status(mode: Mode, gap: float | None, last: SolveResult) -> str:
     return last.termination.value
 
 
-def refinement_message(refinements: int, status: str, exact_certified: bool) -> str:
-    """What the user should know about refinements and an unproven attainment."""
-    message = ""
-    if refinements:
-        message = (
-            f"{refinements} optimal activation pattern(s) had lower-dimensional regions "
-            "(network not in general position) and were excluded"
-        )
-    if status == "optimal" and not exact_certified:
-        message = (message + "; " if message else "") + (
-            "the optimum could not be shown to be attained on a full-dimensional region: "
-            "value is a certified upper bound, lower is attained"
-        )
-    return message
+def refinement_message(refinements: int) -> str:
+    """What the user should know about refinements (an optimum that is not proven attained is
+    said where the result is built, :func:`lipopt.driver.honest`)."""
+    if not refinements:
+        return ""
+    return (
+        f"{refinements} optimal activation pattern(s) had lower-dimensional regions "
+        "(network not in general position) and were excluded"
+    )
