@@ -77,24 +77,43 @@ def closed(upper: float, lower: float | None) -> bool:
     return lower is not None and abs(upper - lower) <= EXACT_TOLERANCE * max(1.0, abs(upper))
 
 
+def contradicts(upper: float, lower: float) -> bool:
+    """A proven upper bound below an attained value by more than the solvers' tolerances (twice
+    :data:`~lipopt.verify.EXACT_TOLERANCE`, relative): the bound is wrong, not just rounded."""
+    return lower - upper > 2 * EXACT_TOLERANCE * max(1.0, abs(lower))
+
+
+def wrong_bound(solver: str, upper: float, lower: float) -> str:
+    """The one-line reason of a bound that an attained value contradicts."""
+    return (
+        f"{solver or 'the solver'} proved the bound {upper:.10g}, but {lower:.10g} is attained at "
+        "the witness: numerical trouble in the solver, so its bounds are not used (try another "
+        "solver)"
+    )
+
+
 def meet(results: list[Any]) -> Any:
     """One answer from several certified answers to the same question: the smallest upper bound,
     the largest attained lower bound (and its witness); optimal when they meet."""
     # ties go to a finished (optimal or gap-limited) and certified answer
-    best_upper = min(results, key=lambda r: (r.upper, r.status not in FINISHED))
     with_lower = [r for r in results if r.lower is not None]
     best_lower = max(with_lower, key=lambda r: (r.lower, r.exact_certified), default=None)
+    # an upper bound below a value attained elsewhere is wrong: it takes no part
+    sound = [r for r in results if best_lower is None or not contradicts(r.upper, best_lower.lower)]
+    best_upper = min(sound or results, key=lambda r: (r.upper, r.status not in FINISHED))
     if best_lower is None:
         return best_upper
     upper = max(best_upper.upper, best_lower.lower)
-    met = closed(upper, best_lower.lower)
+    met = closed(upper, best_lower.lower) and bool(sound)
     changes = dict(
         upper=upper,
         lower=best_lower.lower,
         witness=best_lower.witness,
-        status="optimal" if met else best_upper.status,
+        status="optimal" if met else best_upper.status if sound else "solver_error",
         exact_certified=met and best_lower.exact_certified,
     )
+    if not sound:  # every bound is below the attained value: none can be trusted
+        changes["message"] = wrong_bound(best_upper.solver, best_upper.upper, best_lower.lower)
     if "value" in {f.name for f in fields(best_upper)}:  # a LipschitzResult: value = upper
         changes["value"] = upper
     return replace(best_upper, **changes)

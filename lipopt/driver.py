@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from lipopt.bounds.interval import interval_bounds
-from lipopt.bracket import Bracket, closed
+from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
 from lipopt.domain import Domain
 from lipopt.lazy import load_for_solving
@@ -151,6 +151,11 @@ def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
     found = quick_witness(query)
     if found is None:
         return bracket
+    if contradicts(bracket.upper, found.norm_value):  # the bound is wrong: bound propagation's
+        bounds = interval_bounds(query.network, query.domain, query.seed)
+        floor = floor_bracket(query, bounds, found, bracket.timings)
+        reason = wrong_bound(bracket.solver, bracket.upper, found.norm_value)
+        return replace(floor, status="solver_error", message=reason)
     upper = max(bracket.upper, found.norm_value)
     return replace(bracket, lower=found.norm_value, witness=found.point, upper=upper)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from numpy.typing import ArrayLike
 
 from lipopt import driver, policy
+from lipopt.balance import balanced
 from lipopt.bounds import propagate
 from lipopt.config import Mode, resolve_formulation
 from lipopt.domain import Domain, check_dimension
@@ -50,9 +51,11 @@ def build_model(
     ``"forward"`` (fixed c) the directional-derivative model."""
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, c, output_norm)
+    current = policy.Policy.current()
+    network = balanced(network, current.balance_ratio)  # as lipschitz() does
     query = Query(network, domain, InputNorm.parse(norm), seed)
     mode = Mode.LP if relax else Mode.EXACT
-    form = resolve_formulation(formulation, query, mode, policy.Policy.current().auto_race_norms)
+    form = resolve_formulation(formulation, query, mode, current.auto_race_norms)
     input_norm = query.norm
     form = form or Formulation.BACKWARD
     net_bounds = propagate(network, domain, seed, method=bounds)

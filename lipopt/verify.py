@@ -8,7 +8,8 @@ The pattern's linear region meets the domain's interior in a full-dimensional se
                  x at distance >= t from the domain's boundary,   t <= 1
 
 has ``t* > 0``; its optimal x is then a point deep inside the region, where f is
-differentiable and its gradient is the pattern's gradient.
+differentiable and its gradient is the pattern's gradient. The LP is solved in the domain's
+unit frame (:func:`_unit_frame`), so ``t*`` and the verdicts are relative to the domain's size.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.domain import Domain, L1Ball
+from lipopt.domain import Box, Domain, L1Ball
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
@@ -73,7 +74,7 @@ def pattern_affine_maps(
 
 
 def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[FloatArray, FloatArray]]:
-    """Per hidden layer, the size each ``A_i`` and ``d_i`` of :func:`pattern_affine_maps` is
+    """Per hidden layer, what each ``A_i`` and ``d_i`` of :func:`pattern_affine_maps` is
     computed from, without cancellation (``|W|`` for ``W``): rounding is relative to these, so
     a row is zero, or a constant has a sign, only relative to them, whatever the neuron's
     scale."""
@@ -81,11 +82,25 @@ def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[Float
     sizes = []
     a_abs, d_abs = np.abs(affines[0].weight), np.abs(affines[0].bias)
     for k, mask in enumerate(pattern):
-        sizes.append((np.linalg.norm(a_abs, axis=1), d_abs))
+        sizes.append((a_abs, d_abs))
         nxt = np.abs(affines[k + 1].weight)
         a_abs = nxt @ (mask[:, None] * a_abs)
         d_abs = nxt @ (mask * d_abs) + np.abs(affines[k + 1].bias)
     return sizes
+
+
+def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
+    """``(c, s, unit)`` with ``x = c + s ∘ u`` mapping ``unit`` onto the domain: the box
+    ``[-1, 1]^d`` for a box or ℓ∞ ball (per-coordinate half widths), the unit ℓ1 ball for an ℓ1
+    ball. The margin LP works in ``u``, so its margin and its solver's tolerances are relative
+    to the domain's size: a region 1e-12 wide in a domain 1e-6 wide is as clear as one 1e-6
+    wide in the unit box. (Full-dimensionality is the same in both frames.)"""
+    lower, upper = domain.bounding_box()
+    d = len(lower)
+    if isinstance(domain, L1Ball):
+        center = np.asarray(domain.center, dtype=np.float64)
+        return center, np.full(d, float(domain.radius)), L1Ball(np.zeros(d), 1.0)
+    return (lower + upper) / 2.0, (upper - lower) / 2.0, Box(-np.ones(d), np.ones(d))
 
 
 @dataclass
@@ -98,14 +113,21 @@ class _PatternRows:
     empty_at: Neuron | None = None
 
 
-def _pattern_rows(network: Network, pattern: list[FloatArray], n_vars: int) -> _PatternRows:
-    """The margin LP's rows ``-σ_i A_i x / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
-    over ``(x, t, ...)``, one per hidden neuron whose ``A_i`` is not zero. A constant
+def _pattern_rows(
+    network: Network, pattern: list[FloatArray], n_vars: int, frame: tuple[FloatArray, FloatArray]
+) -> _PatternRows:
+    """The margin LP's rows ``-σ_i A_i u / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
+    over ``(u, t, ...)``, with ``z_i = A_i u + d_i`` in the unit frame ``x = c + s ∘ u``
+    (``frame = (c, s)``), one per hidden neuron whose ``A_i`` is not zero. A constant
     pre-activation (``A_i = 0``) of the wrong sign empties the region (``empty_at``)."""
     d = network.input_dim
+    shift, scale = frame
     found = _PatternRows([], [], [])
     maps = zip(pattern_affine_maps(network, pattern), _magnitudes(network, pattern), pattern)
-    for k, ((a_mat, d_vec), (a_size, d_size), mask) in enumerate(maps):
+    for k, ((a_x, d_x), (a_abs, d_abs), mask) in enumerate(maps):
+        a_mat, d_vec = a_x * scale, d_x + a_x @ shift
+        a_size = np.linalg.norm(a_abs * scale, axis=1)
+        d_size = d_abs + a_abs @ np.abs(shift)
         sign = 2.0 * mask - 1.0
         norms = np.linalg.norm(a_mat, axis=1)
         for i in range(a_mat.shape[0]):
@@ -173,13 +195,14 @@ def check_region(
     from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
 
     d = network.input_dim
-    n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # x, t, dev
-    found = _pattern_rows(network, pattern, n_vars)
+    n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # u, t, dev
+    shift, scale, unit = _unit_frame(domain)
+    found = _pattern_rows(network, pattern, n_vars, (shift, scale))
     if found.empty_at is not None:
         return RegionCheck(Dimension.LOWER, -np.inf, None, (found.empty_at,))
     rows, rhs = list(found.rows), list(found.rhs)
     lower, upper = domain.bounding_box()
-    bounds = _domain_rows(domain, lower, upper, n_vars, rows, rhs)
+    bounds = _domain_rows(unit, -np.ones(d), np.ones(d), n_vars, rows, rhs)
     objective = np.zeros(n_vars)
     objective[d] = -1.0  # max t
     if time_limit is not None and time_limit <= 0:
@@ -194,7 +217,7 @@ def check_region(
     if result.status != 0:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
     margin = float(-result.fun)
-    point = np.clip(np.asarray(result.x[:d], dtype=np.float64), lower, upper)
+    point = np.clip(shift + scale * np.asarray(result.x[:d], dtype=np.float64), lower, upper)
     if margin > FULL_DIM_MARGIN:
         return RegionCheck(Dimension.FULL, margin, point)
     if margin <= NULL_MARGIN:
@@ -225,25 +248,28 @@ INTERIOR_MARGIN = 1e-9
 
 def is_inside_a_region(network: Network, domain: Domain, x: FloatArray) -> bool:
     """True when ``x`` lies in the domain and every hidden pre-activation is clear of its kink,
-    relative to the magnitude it is computed from (:data:`INTERIOR_MARGIN`): then an open set
+    relative to the magnitude it is computed from through every layer, without cancellation
+    (:data:`INTERIOR_MARGIN`, far above the rounding error of ``z``): then an open set
     around ``x`` shares its activation pattern, so that pattern's region is full-dimensional and
     the gradient at ``x`` is a gradient of ``f`` (it holds for a neuron scaled by 1e6 or 1e-6
     as for any other). A neuron whose pre-activation does not move with ``x`` near it (its row of
     ``∂z/∂x`` is exactly zero) may sit at 0: its state changes nothing there."""
-    if not domain.contains(x):
+    if not domain.contains(x, tol=0.0):
         return False
     h = np.asarray(x, dtype=np.float64)
+    size = np.abs(h)  # what h is computed from, without cancellation
     jacobian = np.eye(len(h))  # dh/dx on x's pattern
     for affine in network.affine_layers[:-1]:
         z = affine.weight @ h + affine.bias
         rows = affine.weight @ jacobian
-        magnitude = np.abs(affine.weight) @ np.abs(h) + np.abs(affine.bias)
+        magnitude = np.abs(affine.weight) @ size + np.abs(affine.bias)
         near_kink = (np.abs(z) <= INTERIOR_MARGIN * magnitude) | (z == 0.0)
         constant = ~rows.any(axis=1)  # z does not move with x near it: either state is the same
         if np.any(near_kink & ~constant):
             return False
         on = z > 0.0
         h = np.where(on, z, 0.0)
+        size = np.where(on, magnitude, 0.0)
         jacobian = on[:, None] * rows
     return True
 

@@ -144,3 +144,28 @@ def test_a_witness_on_a_kink_does_not_make_a_bracket_exact():
 def test_a_box_of_zero_width_in_a_coordinate_is_refused_with_what_to_do():
     with pytest.raises(lipopt.DomainError, match="hold an input fixed, fold it into the first"):
         lipopt.Box([0.0, 0.5], [1.0, 0.5])
+
+
+def test_a_region_one_millionth_of_a_thin_domain_wide_is_seen():
+    """10 relu(x) - 10 relu(x - 1e-12) + 0.5 relu(-x) on [-1e-6, 1e-6]: slope 10 on (0, 1e-12),
+    so the constant is 10. The margin LP works relative to the domain's size, where the region
+    is as wide as 1e-6 of a unit box: not taken as empty."""
+    first = Affine(np.array([[1.0], [1.0], [-1.0]]), np.array([0.0, -1e-12, 0.0]))
+    net = Network.from_layers([first, ReLU(), Affine(np.array([[10.0, -10.0, 0.5]]), np.zeros(1))])
+    box = lipopt.Box([-1e-6], [1e-6])
+    for options in ({}, {"split": False, "regions": False, "attack": False}):
+        res = lipopt.lipschitz(net, box, **options)
+        assert res.status == "optimal" and res.value == pytest.approx(10.0, rel=1e-6), options
+
+
+def test_racers_bounds_below_an_attained_value_take_no_part():
+    """meet(): a racer whose proven bound is below what another attained is wrong; the answer
+    is not optimal on its word, and the bound left is one that holds."""
+    from lipopt.bracket import Bracket, meet
+
+    wrong = Bracket(1e-3, 0.0, np.zeros(1), "optimal", False, {}, {}, "wrong")
+    right = Bracket(2.5, 2.2, np.ones(1), "time_limit", False, {}, {}, "right")
+    met = meet([wrong, right])
+    assert met.upper == 2.5 and met.lower == 2.2 and met.status == "time_limit"
+    alone = meet([wrong, Bracket(1e-3, 2.2, np.ones(1), "optimal", False, {}, {}, "w2")])
+    assert alone.status == "solver_error" and "numerical trouble" in alone.message

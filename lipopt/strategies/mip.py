@@ -14,7 +14,7 @@ import numpy as np
 
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds
-from lipopt.bracket import Bracket, closed
+from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.formulation import ModelSpec, build
 from lipopt.formulation.objective import set_cutoff
 from lipopt.formulation.products import gate_products
@@ -266,7 +266,10 @@ def _bracket(
     upper = float(solved.upper)  # type: ignore[arg-type]
     lower = witness.norm_value if witness is not None else None
     if lower is not None and lower > upper:
-        upper = lower  # solver tolerance: the attained value is a fact, the bound is not exact
+        if contradicts(upper, lower):  # a proof below a fact: the solver's numerics failed
+            raise carrying(SolverFailure(wrong_bound(solved.first.solver, upper, lower)),
+                           floor_bracket(problem.query, problem.net_bounds, witness, timings))
+        upper = lower  # within the solvers' tolerance: the attained value is a fact
     status = solve_status(node.config.mode, node.config.gap, solved.last)
     if solved.cut_off:  # nothing reaches the cutoff: upper is the cutoff, below the attained
         status = "optimal" if closed(upper, lower) else "gap_limit"  # (unless it was above)
