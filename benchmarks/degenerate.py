@@ -105,7 +105,8 @@ def report(args: argparse.Namespace, found: dict) -> str:
         f"`python benchmarks/degenerate.py --networks {total} --start {args.start} "
         f"--time-limit {args.time_limit:g}{other}`, {dt.date.today().isoformat()}, "
         f"{platform.machine()} {platform.system()}, Python {platform.python_version()}.",
-        f"lipopt's time in all: {found['seconds']:.1f} s ({found['seconds'] / total:.3f} s per network).",
+        f"lipopt's time in all: {found['seconds']:.1f} s "
+        f"({found['seconds'] / total:.3f} s per network).",
         "",
         "| outcome | networks | share |",
         "|---|---|---|",

@@ -39,7 +39,8 @@ class Case:
 
     def describe(self) -> str:
         """One line that names the case well enough to rebuild it from its seed."""
-        objective = f"c={self.c.tolist()}" if self.c is not None else f"output_norm={self.output_norm}"
+        fixed = self.c is not None
+        objective = f"c={self.c.tolist()}" if fixed else f"output_norm={self.output_norm}"
         return (f"seed {self.seed}: widths {self.widths}, {'+'.join(self.features)}, "
                 f"{self.domain[0]} domain, norm {self.norm}, {objective}")
 

@@ -14,8 +14,8 @@ import pytest
 import lipopt
 from lipopt import Affine, Network, ReLU
 from lipopt.driver import NOT_PROVEN_EXACT, honest
-from lipopt.query import Query
 from lipopt.norms import InputNorm
+from lipopt.query import Query
 from tests.degenerate import Case, degenerate_case, verdict
 from tests.oracle import brute_force_lipschitz, sampled_max_gradient_norm
 
