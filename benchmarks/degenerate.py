@@ -52,7 +52,9 @@ def _load(other: Path | None):
 
 
 def _answer(lipopt, case, time_limit: float):
-    """lipopt's answer to ``case`` with its defaults (under ``time_limit``)."""
+    """lipopt's answer to ``case`` with its defaults (under ``time_limit``); the network and
+    domain are built from ``lipopt`` itself (this checkout's or the other's, which may lack
+    ``Network.from_affines``), not from tests/helpers."""
     layers = []
     for w, b in case.weights:
         layers += [lipopt.Affine(w, b), lipopt.ReLU()]

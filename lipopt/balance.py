@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lipopt.network import Affine, Network, ReLU
+from lipopt.network import Affine, Network
 
 
 def _scales(incoming: Affine, outgoing: Affine, ratio: float) -> np.ndarray:
@@ -48,12 +48,7 @@ def balanced(network: Network, ratio: float) -> Network:
         changed = True
         affines[k] = Affine(affines[k].weight / scales[:, None], affines[k].bias / scales)
         affines[k + 1] = Affine(affines[k + 1].weight * scales[None, :], affines[k + 1].bias)
-    if not changed:
-        return network
-    layers: list[Affine | ReLU] = []
-    for affine in affines:
-        layers += [affine, ReLU()]
-    return Network(tuple(layers[:-1]))
+    return Network.from_affines(affines) if changed else network
 
 
 __all__ = ["balanced"]

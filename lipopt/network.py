@@ -131,6 +131,15 @@ class Network:
             out.append(Affine(np.eye(width), np.zeros(width)))
         return cls(tuple(out))
 
+    @classmethod
+    def from_affines(cls, affines: Sequence[Affine]) -> Network:
+        """The network ``A_L ∘ relu ∘ ... ∘ relu ∘ A_1`` of affine maps with a ReLU between
+        each two."""
+        layers: list[Layer] = []
+        for affine in affines[:-1]:
+            layers += [affine, ReLU()]
+        return cls((*layers, affines[-1]))
+
     # ------------------------------------------------------------------ shape facts
     @cached_property
     def affine_layers(self) -> tuple[Affine, ...]:

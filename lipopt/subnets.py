@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import NetworkBounds, NeuronState, bounds_from_pre_activations
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Box, Domain, LinfBall
-from lipopt.network import Affine, Network, ReLU
+from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.regions import RegionOptions, search_regions
 from lipopt.solvers import SolveOptions
@@ -68,11 +68,7 @@ def budget_for(time_limit: float | None) -> float:
 
 def prefix_network(network: Network, k: int) -> Network:
     """The sub-network ``x ↦ z_k(x)``: affine layers ``0 .. k`` with the ReLUs between them."""
-    layers: list[Affine | ReLU] = []
-    for affine in network.affine_layers[:k]:
-        layers += [affine, ReLU()]
-    layers.append(network.affine_layers[k])
-    return Network.from_layers(layers)
+    return Network.from_affines(network.affine_layers[: k + 1])
 
 
 class _Refiner:

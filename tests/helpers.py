@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from lipopt.domain import Box, L1Ball, LinfBall
 from lipopt.network import Affine, Network, ReLU
 
 
@@ -23,6 +24,17 @@ def random_network(
         if i < len(widths) - 2:
             layers.append(ReLU())
     return Network.from_layers(layers)
+
+
+def network_from_weights(weights: Sequence[tuple[np.ndarray, np.ndarray]]) -> Network:
+    """The network of plain ``[(W_1, b_1), ...]`` weights (as :mod:`tests.oracle` takes them)."""
+    return Network.from_affines([Affine(w, b) for w, b in weights])
+
+
+def domain_from_spec(spec: tuple):
+    """The lipopt domain of an oracle domain spec ``(kind, p, q)``."""
+    kind, p, q = spec
+    return {"box": Box, "linf": LinfBall, "l1": L1Ball}[kind](p, q)
 
 
 def save_onnx(network: Network, path: Path, opset: int = 17) -> Path:

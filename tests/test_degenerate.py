@@ -17,6 +17,7 @@ from lipopt.driver import NOT_PROVEN_EXACT, honest
 from lipopt.norms import InputNorm
 from lipopt.query import Query
 from tests.degenerate import Case, degenerate_case, verdict
+from tests.helpers import domain_from_spec, network_from_weights
 from tests.oracle import brute_force_lipschitz, sampled_max_gradient_norm
 
 #: seeds of the fast fuzz, in chunks (one test each)
@@ -24,24 +25,13 @@ CHUNK = 50
 CHUNKS = 10
 
 
-def network_of(weights) -> Network:
-    layers: list = []
-    for w, b in weights:
-        layers += [Affine(w, b), ReLU()]
-    return Network.from_layers(layers[:-1])
-
-
-def domain_of(spec):
-    kind, p, q = spec
-    return {"box": lipopt.Box, "linf": lipopt.LinfBall, "l1": lipopt.L1Ball}[kind](p, q)
-
-
 def judged(case: Case, **options) -> tuple[str, float, lipopt.LipschitzResult]:
     """lipopt's answer to ``case`` and how it compares with the oracle's truth."""
     truth = brute_force_lipschitz(case.weights, case.domain, case.c, case.norm,
                                   case.output_norm or "abs").value
-    res = lipopt.lipschitz(network_of(case.weights), domain_of(case.domain), case.norm, case.c,
-                           output_norm=case.output_norm, time_limit=60, **options)
+    net, domain = network_from_weights(case.weights), domain_from_spec(case.domain)
+    res = lipopt.lipschitz(net, domain, case.norm, case.c, output_norm=case.output_norm,
+                           time_limit=60, **options)
     return verdict(truth, res.status, res.upper, res.lower), truth, res
 
 

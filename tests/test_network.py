@@ -73,3 +73,14 @@ def test_network_is_immutable(rng):
 def test_network_rejects_malformed_layers(make_layers, fragment):
     with pytest.raises(NetworkError, match=fragment):
         Network(tuple(make_layers()))
+
+
+def test_from_affines_puts_a_relu_between_each_two():
+    first = Affine(np.array([[1.0, -2.0], [0.5, 1.0]]), np.array([0.1, -0.2]))
+    last = Affine(np.array([[1.0, -1.0]]), np.zeros(1))
+    net = Network.from_affines([first, last])
+    assert net.layers == (first, net.layers[1], last) and isinstance(net.layers[1], ReLU)
+    x = np.array([[0.3, -0.7], [1.0, 2.0]])
+    expected = Network.from_layers([first, ReLU(), last]).forward(x)
+    assert np.array_equal(net.forward(x), expected)
+    assert Network.from_affines([last]).layers == (last,)
