@@ -58,35 +58,35 @@ class RegionCheck:
     support: tuple[Neuron, ...] | None = None
 
 
+def _chain(
+    weights: list[FloatArray], biases: list[FloatArray], pattern: list[FloatArray]
+) -> list[tuple[FloatArray, FloatArray]]:
+    """Per hidden layer k, ``(A_k, d_k)`` of ``A_1 = W_1, d_1 = b_1`` and
+    ``A_{k+1} = W_{k+1} D_k A_k, d_{k+1} = W_{k+1} D_k d_k + b_{k+1}`` (``D_k`` the pattern)."""
+    maps = []
+    a_mat, d_vec = weights[0], biases[0]
+    for k, mask in enumerate(pattern):
+        maps.append((a_mat, d_vec))
+        a_mat = weights[k + 1] @ (mask[:, None] * a_mat)
+        d_vec = weights[k + 1] @ (mask * d_vec) + biases[k + 1]
+    return maps
+
+
 def pattern_affine_maps(
     network: Network, pattern: list[FloatArray]
 ) -> list[tuple[FloatArray, FloatArray]]:
     """``(A_k, d_k)`` with ``z_k = A_k x + d_k`` on the pattern's region, per hidden layer."""
     affines = network.affine_layers
-    maps = []
-    a_mat, d_vec = affines[0].weight, affines[0].bias
-    for k, mask in enumerate(pattern):
-        maps.append((a_mat, d_vec))
-        nxt = affines[k + 1]
-        a_mat = nxt.weight @ (mask[:, None] * a_mat)
-        d_vec = nxt.weight @ (mask * d_vec) + nxt.bias
-    return maps
+    return _chain([a.weight for a in affines], [a.bias for a in affines], pattern)
 
 
 def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[FloatArray, FloatArray]]:
     """Per hidden layer, what each ``A_i`` and ``d_i`` of :func:`pattern_affine_maps` is
-    computed from, without cancellation (``|W|`` for ``W``): rounding is relative to these, so
-    a row is zero, or a constant has a sign, only relative to them, whatever the neuron's
-    scale."""
+    computed from, without cancellation: the same chain with ``|W|`` for ``W`` and ``|b|`` for
+    ``b``. Rounding is relative to these, so a row is zero, or a constant has a sign, only
+    relative to them, whatever the neuron's scale."""
     affines = network.affine_layers
-    sizes = []
-    a_abs, d_abs = np.abs(affines[0].weight), np.abs(affines[0].bias)
-    for k, mask in enumerate(pattern):
-        sizes.append((a_abs, d_abs))
-        nxt = np.abs(affines[k + 1].weight)
-        a_abs = nxt @ (mask[:, None] * a_abs)
-        d_abs = nxt @ (mask * d_abs) + np.abs(affines[k + 1].bias)
-    return sizes
+    return _chain([np.abs(a.weight) for a in affines], [np.abs(a.bias) for a in affines], pattern)
 
 
 def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
