@@ -17,6 +17,7 @@ from lipopt.bounds.interval import interval_bounds
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
 from lipopt.domain import Domain
+from lipopt.heuristics.witness import Witness
 from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
@@ -108,9 +109,7 @@ def answer(
         bracket = DRIVER.run(node, query, config.time_limit, ctx)
     except (SolverFailure, NoBoundError) as err:
         if err.bracket is None:  # nothing proven on the way: the interval bounds' bracket
-            err.bracket = floor_bracket(
-                query, interval_bounds(query.network, query.domain, query.seed), None, {}
-            )
+            err.bracket = propagated_floor(query, None, {})
         bracket = kept_after(None, err, ctx.say)
     hint = takeover(config.solver, bracket.status)
     if hint:
@@ -152,12 +151,18 @@ def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
     if found is None:
         return bracket
     if contradicts(bracket.upper, found.norm_value):  # the bound is wrong: bound propagation's
-        bounds = interval_bounds(query.network, query.domain, query.seed)
-        floor = floor_bracket(query, bounds, found, bracket.timings)
+        floor = propagated_floor(query, found, bracket.timings)
         reason = wrong_bound(bracket.solver, bracket.upper, found.norm_value)
         return replace(floor, status="solver_error", message=reason)
     upper = max(bracket.upper, found.norm_value)
     return replace(bracket, lower=found.norm_value, witness=found.point, upper=upper)
+
+
+def propagated_floor(query: Query, witness: Witness | None, timings: dict[str, float]) -> Bracket:
+    """The bracket interval bound propagation proves, where no strategy left one
+    (:func:`~lipopt.strategies.floor.floor_bracket`)."""
+    bounds = interval_bounds(query.network, query.domain, query.seed)
+    return floor_bracket(query, bounds, witness, timings)
 
 
 def takeover(solver: str, status: str) -> str:
