@@ -158,6 +158,21 @@ DECISIVE_RATIO = 1.3
 BALANCE_RATIO = 2.0**16
 
 
+#: batches (:mod:`lipopt.batch`): how many times a query is started before it is recorded as
+#: ``failed`` when its worker process dies under it (killed, out of memory) — a second and third
+#: try cover a worker lost for reasons of its own; a query that kills its worker three times is
+#: not going to finish
+BATCH_ATTEMPTS = 3
+
+#: batches: seconds between progress lines when stderr is not a terminal (a log file: a line
+#: per finished query would flood it for small queries, and none for an hour would look dead)
+BATCH_PROGRESS_SECONDS = 10.0
+
+#: ``lipopt batch --scheduler``: seconds to wait for the Dask scheduler before saying it cannot
+#: be reached (distributed's own default is 30 s; a local scheduler answers in milliseconds)
+CLUSTER_CONNECT_SECONDS = 10.0
+
+
 @dataclass(frozen=True)
 class Policy:
     """The thresholds above, as one value (field ``x`` is the constant ``X``)."""

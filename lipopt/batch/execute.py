@@ -1,0 +1,77 @@
+"""Run one task where a worker is — a pool process, a Dask worker, or this process — and
+return its result line: the same fields as ``lipopt solve --json`` (or ``certify --json``)
+plus the task's id, kind, fingerprint and inputs."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from lipopt.batch.tasks import Task
+from lipopt.certify import certify
+from lipopt.io.onnx import load_onnx
+from lipopt.lipschitz import lipschitz
+from lipopt.network import Network
+
+#: the statuses of an answer that was not found because a query could not be run at all
+FAILED = "failed"
+
+
+@lru_cache(maxsize=8)
+def _network(path: str) -> Network:
+    """A network loaded once per worker process and path."""
+    return load_onnx(path)
+
+
+def header(task: Task, attempts: int = 1) -> dict[str, Any]:
+    """The fields every line of a task starts with."""
+    return {
+        "id": task.id,
+        "kind": task.kind,
+        "fingerprint": task.fingerprint,
+        "inputs": task.inputs,
+        "attempts": attempts,
+    }
+
+
+def failed_line(task: Task, error: str, attempts: int) -> dict[str, Any]:
+    """The line of a query that could not be answered (its worker died, or it raised)."""
+    return {**header(task, attempts), "status": FAILED, "error": error}
+
+
+def run_task(task: Task, network: Network | None = None, attempts: int = 1) -> dict[str, Any]:
+    """Answer one task; ``network``: the task's network when the caller has it already (a
+    Dask worker receives it scattered), else it is loaded from ``task.model``."""
+    net = network if network is not None else _network(task.model)
+    if task.kind == "solve":
+        result = lipschitz(net, task.domain, **task.options)
+        return {**header(task, attempts), **result.to_dict(), "model": task.inputs["onnx"]}
+    answer = certify(net, task.domain, **task.options).to_dict()  # type: ignore[arg-type]
+    statuses = list(answer["statuses"].values())
+    correct = None if task.label is None else answer["predicted"] == task.label
+    return {
+        **header(task, attempts),
+        "status": _overall(statuses),
+        "label": task.label,
+        "correct": correct,
+        "certified": bool(answer["certified_ball"] and correct is not False),
+        **answer,
+        "model": task.inputs["onnx"],
+    }
+
+
+def _overall(statuses: list[str]) -> str:
+    """One status for a certificate built from several constants: the first that is not
+    ``optimal`` (a solver error before all), or ``optimal``."""
+    if "solver_error" in statuses:
+        return "solver_error"
+    return next((s for s in statuses if s != "optimal"), "optimal")
+
+
+def run_safely(task: Task, network: Network | None = None, attempts: int = 1) -> dict[str, Any]:
+    """:func:`run_task`, with an error raised by the query (not by an interrupt) turned into a
+    ``failed`` line that names it, so that one bad query never stops the others."""
+    try:
+        return run_task(task, network, attempts)
+    except Exception as exc:  # noqa: BLE001 - recorded on the query's line, not swallowed
+        return failed_line(task, f"{type(exc).__name__}: {exc}", attempts)

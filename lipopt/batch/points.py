@@ -1,0 +1,103 @@
+"""Certification queries for a dataset: one task per (point, radius).
+
+``points`` is a ``.npy`` array of shape ``(n, d)`` (or ``(n, ...)``, flattened in C order as the
+network's input is); ``labels`` an optional ``.npy`` of n integer classes. For each point x and
+radius r the task certifies the ball of radius r around x (:func:`lipopt.certify`): the point
+counts as *certified at r* when the whole ball keeps the predicted class and, with labels, that
+class is the true one — the certified accuracy of robustness papers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lipopt.batch.tasks import Task, file_digest, fingerprint
+from lipopt.domain import DomainError, L1Ball, LinfBall
+from lipopt.io.onnx import load_onnx
+
+
+@dataclass(frozen=True)
+class PointSet:
+    """What ``lipopt certify --points`` asks: the model, the points, radii and how to certify."""
+
+    model: str
+    points: str
+    labels: str | None
+    radii: tuple[float, ...]
+    ball: str = "linf"
+    method: str = "cross"
+    solve_options: tuple[tuple[str, Any], ...] = ()
+
+
+def _load_array(path: str, what: str) -> np.ndarray:
+    """A ``.npy`` array, or a one-line error."""
+    if not Path(path).is_file():
+        raise DomainError(f"{what}: file not found: {path}")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DomainError(f"{what}: cannot read {path} as .npy: {exc}") from None
+
+
+def _points(spec: PointSet, input_dim: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The points as rows of ``input_dim`` numbers, and the labels (checked)."""
+    raw = _load_array(spec.points, "--points")
+    rows = raw.shape[0] if raw.ndim else 0
+    if raw.size == 0 or rows * input_dim != raw.size:
+        raise DomainError(
+            f"--points: {spec.points} has shape {raw.shape}; expected (n, {input_dim}) or n "
+            f"inputs of {input_dim} numbers each"
+        )
+    points = raw.reshape(raw.shape[0], input_dim).astype(np.float64)
+    if not np.all(np.isfinite(points)):
+        raise DomainError(f"--points: {spec.points} holds NaN or infinite values")
+    if spec.labels is None:
+        return points, None
+    labels = _load_array(spec.labels, "--labels").reshape(-1)
+    if labels.size != points.shape[0]:
+        raise DomainError(
+            f"--labels: {labels.size} labels for {points.shape[0]} points in {spec.points}"
+        )
+    if not np.all(np.equal(np.mod(labels, 1), 0)):
+        raise DomainError("--labels must be integer classes")
+    return points, labels.astype(np.int64)
+
+
+def point_tasks(spec: PointSet) -> list[Task]:
+    """One certify task per point and radius, every input checked first."""
+    network = load_onnx(spec.model)
+    points, labels = _points(spec, network.input_dim)
+    classes = max(network.output_dim, 2)
+    if labels is not None and (labels.min() < 0 or labels.max() >= classes):
+        raise DomainError(f"--labels must lie in 0..{classes - 1} (the network's classes)")
+    if not spec.radii or any(not np.isfinite(r) or r <= 0 for r in spec.radii):
+        raise DomainError("--radius must be positive numbers, e.g. 0.01,0.02,0.05")
+    kind = {"linf": LinfBall, "l1": L1Ball}[spec.ball]
+    options = {"method": spec.method, **dict(spec.solve_options), "workers": 1, "threads": 1}
+    digests = {"onnx": file_digest(str(Path(spec.model).resolve()))}
+    tasks = []
+    for index, x in enumerate(points):
+        label = None if labels is None else int(labels[index])
+        for radius in spec.radii:
+            inputs = {
+                "onnx": spec.model, "points": spec.points, "index": index,
+                "radius": float(radius), "ball": spec.ball, "method": spec.method,
+            }  # fmt: skip
+            parts = {**digests, "x": x, "label": label, "inputs": inputs, "options": options}
+            tasks.append(
+                Task(
+                    id=f"point {index} radius {radius:g}",
+                    kind="certify",
+                    model=str(Path(spec.model).resolve()),
+                    domain=kind(x, float(radius)),
+                    options=options,
+                    inputs=inputs,
+                    fingerprint=fingerprint({"kind": "certify", **parts}),
+                    label=label,
+                )
+            )
+    return tasks
