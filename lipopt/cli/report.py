@@ -1,0 +1,62 @@
+"""``lipopt report``: the summary of a batch results file, and its CSV table or plot."""
+
+from __future__ import annotations
+
+import argparse
+
+from lipopt.batch.report import format_summary, plot_certified, read_results, write_csv
+
+REPORT_EPILOG = """\
+examples:
+  # counts by status, time quantiles, value and gap ranges, the certification table
+  lipopt report results.jsonl
+  # the same, and one CSV row per query
+  lipopt report results.jsonl --csv results.csv
+  # certified accuracy against radius (needs matplotlib: pip install 'lipopt[plot]')
+  lipopt report certify.jsonl --plot certified.png
+
+FILE is the JSON-lines file written by 'lipopt batch' or 'lipopt certify --points'. A last line
+without its newline (the run was killed while writing it) is skipped with a note; any other line
+that is not a results line is an error naming its line number. An empty file is reported as
+holding no result lines (exit status 0).
+
+In the certification table every line at a radius is a point: a failed line counts as neither
+correct nor certified, and 'unfinished' counts the points decided on solves that did not finish
+(status other than optimal): their radii are certified from bounds, so they may be smaller.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``report`` subcommand and its options."""
+    parser = sub.add_parser(
+        "report",
+        help="summarise a batch results file (counts, times, certified accuracy)",
+        description="Summarise the results file of 'lipopt batch' or 'lipopt certify --points': "
+        "the queries by status, their times, the range of the constants and of their gaps, and "
+        "per radius the clean and certified accuracy; optionally a CSV table and a plot.",
+        epilog=REPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", metavar="FILE", help="JSON-lines results file")
+    parser.add_argument(
+        "--csv", metavar="OUT.csv", help="also write one CSV row per query to this file"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="OUT.png",
+        help="also plot certified accuracy against radius (certify lines only; needs matplotlib)",
+    )
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Read the results file, write the CSV and plot asked for, then print the summary."""
+    results = read_results(args.file)
+    written = []
+    if args.plot:  # first: a refused plot leaves no CSV and prints nothing
+        written.append(f"wrote {plot_certified(results, args.plot)}: certified accuracy by radius")
+    if args.csv:
+        written.append(f"wrote {args.csv}: {write_csv(results, args.csv)} rows")
+    print(format_summary(results))
+    if written:
+        print("\n" + "\n".join(written))
+    return 0
