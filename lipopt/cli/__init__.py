@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
+from lipopt.cli.batch import BATCH_EPILOG, run_batch_command
 from lipopt.cli.certify import CERTIFY_EPILOG, format_certificate, run_certify
 from lipopt.cli.common import domain_from_args
 from lipopt.cli.compare import COMPARE_EPILOG, run_compare
@@ -21,6 +22,7 @@ from lipopt.cli.exits import (
 )
 from lipopt.cli.export import run_export
 from lipopt.cli.parser import MAIN_EPILOG, VALUE_OPTIONS, _join_negative_values, make_parser
+from lipopt.cli.report import run_report
 from lipopt.cli.solve import SOLVE_EPILOG, STAGES, _format_stages, format_result, run_solve
 from lipopt.cli.solvers import run_solvers
 from lipopt.domain import DomainError
@@ -30,6 +32,7 @@ from lipopt.network import NetworkError
 from lipopt.solvers import SolverError
 
 __all__ = [
+    "BATCH_EPILOG",
     "CERTIFY_EPILOG",
     "COMMANDS",
     "COMPARE_EPILOG",
@@ -45,9 +48,11 @@ __all__ = [
     "format_result",
     "main",
     "make_parser",
+    "run_batch_command",
     "run_certify",
     "run_compare",
     "run_export",
+    "run_report",
     "run_solve",
     "run_solvers",
 ]
@@ -62,6 +67,8 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "export": run_export,
     "compare": run_compare,
     "solvers": run_solvers,
+    "batch": run_batch_command,
+    "report": run_report,
 }
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from lipopt.batch import PointSet, point_tasks
 from lipopt.certify import CertifyResult, certify
+from lipopt.cli.batch import run_tasks
 from lipopt.cli.common import _progress
 from lipopt.cli.exits import exit_status
 from lipopt.domain import parse_ball
@@ -20,6 +22,10 @@ examples:
   lipopt certify net.onnx --center x.npy --radius 0.1 --method naive
   # an l1 ball and l1 radius
   lipopt certify net.onnx --center 0.2,0.7 --radius 0.5 --ball l1 --json
+  # a dataset: every point at every radius, one JSON line each, resumable (docs/batch.md)
+  lipopt certify net.onnx --points test_x.npy --labels test_y.npy --radius 0.01,0.02,0.05 \
+      --out cert.jsonl --time-limit 60
+  lipopt report cert.jsonl --plot certified.png      # certified accuracy at each radius
 
 The predicted class of x is argmax f(x) (sign of f for one output). The Lipschitz constants are
 taken over the requested ball, so the radius is certified within it; a radius beyond the ball
@@ -45,15 +51,15 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU classifier")
     parser.add_argument(
         "--center",
-        required=True,
         metavar="X|FILE",
         help="the input x: comma list or .npy/.json/.txt",
     )
     parser.add_argument(
         "--radius",
         required=True,
-        type=float,
-        help="radius of the ball around x over which constants are taken",
+        metavar="R[,R...]",
+        help="radius of the ball around x over which constants are taken (with --points: a "
+        "comma list, each radius certified separately)",
     )
     parser.add_argument(
         "--ball",
@@ -82,6 +88,17 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    points = parser.add_argument_group("a dataset of points (instead of --center)")
+    points.add_argument(
+        "--points", metavar="FILE", help=".npy of n inputs, shape (n, d) or (n, ...)"
+    )
+    points.add_argument("--labels", metavar="FILE", help=".npy of the n true classes")
+    points.add_argument(
+        "--out", metavar="FILE", help="with --points: the results file (JSON lines, resumable)"
+    )
+    points.add_argument("--jobs", type=int, metavar="N", help="points side by side (default: "
+                        "one per core)")
+    points.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler to run on")
 
 
 def format_certificate(result: CertifyResult, model: str) -> str:
@@ -108,11 +125,50 @@ def format_certificate(result: CertifyResult, model: str) -> str:
     return "\n".join(lines)
 
 
+def _radii(text: str) -> tuple[float, ...]:
+    """``--radius``: one number, or a comma list with --points."""
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"--radius must be a number or a comma list, got {text!r}") from None
+
+
+def _check_mode(args: argparse.Namespace) -> None:
+    """Exactly one of --center (one input) and --points (a dataset), with their options."""
+    if (args.center is None) == (args.points is None):
+        raise ValueError("give either --center (one input) or --points (a dataset)")
+    if args.points is None:
+        extra = [o for o in ("labels", "out", "jobs", "scheduler") if getattr(args, o) is not None]
+        if extra:
+            raise ValueError(f"--{extra[0]} goes with --points, not with --center")
+    elif args.out is None:
+        raise ValueError("--points needs --out FILE for the results (JSON lines)")
+    elif args.json:
+        raise ValueError("with --points every result is a JSON line of --out; drop --json")
+
+
+def _run_points(args: argparse.Namespace) -> int:
+    """``--points``: one certify query per point and radius, run as a batch into --out."""
+    spec = PointSet(
+        model=args.model, points=args.points, labels=args.labels, radii=_radii(args.radius),
+        ball=args.ball, method=args.method,
+        solve_options=(("solver", args.solver), ("time_limit", args.time_limit)),
+    )  # fmt: skip
+    return run_tasks(point_tasks(spec), args, "certify")
+
+
 def run_certify(args: argparse.Namespace) -> int:
-    """Certify a radius around the centre, then print the summary or the JSON."""
+    """Certify a radius around the centre, then print the summary or the JSON; with
+    --points, every point at every radius into --out."""
+    _check_mode(args)
+    if args.points is not None:
+        return _run_points(args)
+    radii = _radii(args.radius)
+    if len(radii) != 1:
+        raise ValueError("--radius takes one number with --center (a list goes with --points)")
     say = _progress(args.quiet)
     network = load_onnx(args.model)
-    ball = parse_ball(args.center, args.radius, args.ball, network.input_dim)
+    ball = parse_ball(args.center, radii[0], args.ball, network.input_dim)
     say(f"loaded {args.model}: widths {list(network.widths)}; certifying ({args.method})...")
     result = certify(
         network, ball, method=args.method, solver=args.solver, time_limit=args.time_limit

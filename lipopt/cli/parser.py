@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn
 
-from lipopt.cli import certify, compare, export, solve, solvers
+from lipopt.cli import batch, certify, compare, export, report, solve, solvers
 
 #: options whose value may start with "-" (negative numbers): "--box -1,1" -> "--box=-1,1"
 VALUE_OPTIONS = ("--box", "--center", "--c")
@@ -21,6 +21,9 @@ examples:
   lipopt export net.onnx --box 0,1 --c 1,-1 -o lip.mps
   lipopt compare net.onnx --box 0,1 --c 1,-1
   lipopt solvers
+  lipopt batch instances.csv --out results.jsonl
+  lipopt certify net.onnx --points x.npy --labels y.npy --radius 0.01,0.02 --out cert.jsonl
+  lipopt report cert.jsonl --plot certified.png
 
 Run 'lipopt solve --help' for its options, 'lipopt solve --help-all' for every speed lever.
 """
@@ -48,7 +51,7 @@ def make_parser(show_all: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lipopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     solve.add_parser(sub, show_all)
-    for command in (certify, export, compare, solvers):
+    for command in (certify, export, compare, solvers, batch, report):
         command.add_parser(sub)
     return parser
 
