@@ -119,6 +119,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def pool_workers(pid: int) -> list[int]:
+    """The children of a ``lipopt batch`` process that are its pool's workers (spawned
+    Pythons), not multiprocessing's resource tracker."""
+    found = []
+    for child in children(pid):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"spawn_main" in command and b"resource_tracker" not in command:
+                found.append(child)
+    return found
+
+
 def alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:

@@ -1,7 +1,8 @@
 """Queries on a Dask distributed cluster (``lipopt batch --scheduler ADDRESS``).
 
 Each query is one Dask task running :func:`lipopt.batch.execute.run_safely`; the networks are
-loaded here once and scattered, so workers need lipopt installed but not the files. Start each
+loaded here once and copied to every worker, so workers need lipopt installed but not the
+files. Start each
 worker with ``--nthreads 1`` (one query per process, one core each). When a worker dies, Dask
 runs its queries again on the others, up to its ``distributed.scheduler.allowed-failures``
 setting; past it the query is recorded as ``failed`` (never a wrong or missing line).
@@ -33,7 +34,7 @@ def _client(address: str) -> Any:
             "--scheduler needs Dask distributed: pip install 'lipopt[cluster]'"
         ) from None
     try:
-        return Client(address, timeout=policy.CLUSTER_CONNECT_SECONDS, set_as_default=False)
+        return Client(address, timeout=policy.CLUSTER_CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
 
@@ -67,7 +68,10 @@ class DaskCluster:
         (finished, interrupted) what is still queued is cancelled and the client closed."""
         from distributed import as_completed
 
-        networks = {m: self.client.scatter(load_onnx(m)) for m in {t.model for t in tasks}}
+        networks = {  # a copy on every worker: one that dies takes no network with it
+            model: self.client.scatter(load_onnx(model), broadcast=True)
+            for model in {task.model for task in tasks}
+        }
         futures = {
             self.client.submit(run_safely, task, networks[task.model], pure=False): task
             for task in tasks
@@ -94,5 +98,6 @@ class DaskCluster:
         ``failed``."""
         if future.status == "finished":
             return future.result()
-        error = future.exception()
-        return failed_line(task, f"{type(error).__name__}: {error}", 0)
+        error = future.exception() if future.status == "error" else None
+        why = f"{type(error).__name__}: {error}" if error else f"Dask {future.status} it"
+        return failed_line(task, why, 0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,9 +33,21 @@ def _answer(request: tuple[Task, int]) -> dict[str, Any]:
     return run_safely(task, None, attempt)
 
 
+def _own_output_lock() -> None:
+    """Pyomo guards its output capture with a process-shared lock, a named semaphore that
+    multiprocessing's resource tracker (shared with the parent) reports as leaked when a
+    worker is killed mid-query. A worker never forks and solves on one thread, so a thread
+    lock does; the shared one is released (and unregistered) now."""
+    from pyomo.common import dependencies
+
+    dependencies.multiprocessing.Lock  # noqa: B018 - resolves Pyomo's deferred import first
+    dependencies.capture_output_lock = threading.Lock()
+
+
 def _work(conn: Connection, parent: int) -> None:
     """A worker's life: Ctrl-C is the parent's to handle; answer tasks until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _own_output_lock()
     _serve(conn, _answer, parent)
 
 
