@@ -224,7 +224,7 @@ def test_certify_points_equal_certify_alone(tmp_path) -> None:
     assert len(lines) == 10
     for i, x in enumerate(points):
         for radius in (0.01, 0.2):
-            line = lines[f"point {i} radius {radius:g}"]
+            line = lines[f"point {i} radius {radius!r}"]
             centre = ",".join(repr(float(v)) for v in x)
             code, alone, err = run_cli(
                 "certify", model, "--center", centre, "--radius", str(radius), "--json", "--quiet"
@@ -237,3 +237,9 @@ def test_certify_points_equal_certify_alone(tmp_path) -> None:
             for key, value in alone["lipschitz"].items():
                 assert _close(line["lipschitz"][key], value)
     assert not lines["point 1 radius 0.01"]["certified"]  # the wrong label never certifies
+    # the same points by another path, the radii repeated and reordered: the same queries
+    code, out, err = run_cli(
+        "certify", model, "--points", f"{tmp_path}/../{tmp_path.name}/x.npy", "--labels",
+        str(tmp_path / "y.npy"), "--radius", "0.2,0.01,0.2", "--out", str(tmp_path / "c.jsonl"),
+    )  # fmt: skip
+    assert code == 0 and "10 queries (0 run now, 10 before)" in out, err

@@ -100,4 +100,4 @@ class DaskCluster:
             return future.result()
         error = future.exception() if future.status == "error" else None
         why = f"{type(error).__name__}: {error}" if error else f"Dask {future.status} it"
-        return failed_line(task, why, 0)
+        return failed_line(task, why, 1)  # Dask's own reruns are not seen from here

@@ -78,25 +78,26 @@ def point_tasks(spec: PointSet) -> list[Task]:
         raise DomainError("--radius must be positive numbers, e.g. 0.01,0.02,0.05")
     kind = {"linf": LinfBall, "l1": L1Ball}[spec.ball]
     options = {"method": spec.method, **dict(spec.solve_options), "workers": 1, "threads": 1}
-    digests = {"onnx": file_digest(str(Path(spec.model).resolve()))}
+    model = str(Path(spec.model).resolve())
     tasks = []
     for index, x in enumerate(points):
         label = None if labels is None else int(labels[index])
-        for radius in spec.radii:
+        for radius in sorted(set(spec.radii)):
             inputs = {
                 "onnx": spec.model, "points": spec.points, "index": index,
                 "radius": float(radius), "ball": spec.ball, "method": spec.method,
             }  # fmt: skip
-            parts = {**digests, "x": x, "label": label, "inputs": inputs, "options": options}
+            what = {"kind": "certify", "onnx": file_digest(model), "x": x, "label": label,
+                    "radius": float(radius), "ball": spec.ball, "options": options}  # fmt: skip
             tasks.append(
                 Task(
-                    id=f"point {index} radius {radius:g}",
+                    id=f"point {index} radius {float(radius)!r}",
                     kind="certify",
-                    model=str(Path(spec.model).resolve()),
+                    model=model,
                     domain=kind(x, float(radius)),
                     options=options,
                     inputs=inputs,
-                    fingerprint=fingerprint({"kind": "certify", **parts}),
+                    fingerprint=fingerprint(what),  # contents, not paths as typed
                     label=label,
                 )
             )

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TextIO
 from lipopt.batch.progress import BatchProgress
 from lipopt.batch.store import ResultStore
 from lipopt.batch.tasks import Task
+from lipopt.progress import counted
 
 
 class Executor(Protocol):
@@ -39,8 +40,8 @@ class BatchSummary:
         """``results.jsonl: 30 queries (28 run now, 2 before): 27 optimal, 3 time_limit``."""
         counts = ", ".join(f"{n} {status}" for status, n in sorted(self.statuses.items()))
         return (
-            f"{out}: {self.total} queries ({self.run} run now, {self.before} before): "
-            f"{counts or 'none finished'}"
+            f"{out}: {counted(self.total, 'query', 'queries')} ({self.run} run now, "
+            f"{self.before} before): {counts or 'none finished'}"
         )
 
 
@@ -57,6 +58,7 @@ def run_batch(
     with ResultStore(out) as store:
         pending = store.pending(tasks)
         progress = BatchProgress(len(tasks), len(tasks) - len(pending), quiet, stream, command)
+        progress.failed = sum(line.get("status") == "failed" for line in store.lines.values())
         if store.dropped_incomplete and not quiet:
             print(
                 f"{progress.prefix}{out}: dropped an incomplete last line (a run was killed while "

@@ -15,7 +15,7 @@ from lipopt.workers import available_cores
 
 BATCH_EPILOG = """\
 examples:
-  lipopt batch models/batch/instances.csv --out results.jsonl          # every core here
+  lipopt batch models/batch/instances.csv --out results.jsonl --c 1,-1   # every core here
   lipopt batch instances.csv --out results.jsonl --jobs 1 --norm l1
   lipopt batch instances.csv --out results.jsonl --scheduler tcp://scheduler.example:8786
   lipopt report results.jsonl                                           # the summary table
