@@ -23,7 +23,8 @@ An HTML comment on the line just before a block's opening fence says more:
   solvers): it is rewritten here, but the tests check only the exit status.
 
 Outputs are compared with times masked (:func:`masked`: a number followed by `` s``, every
-number of a ``time`` line or of a time in JSON) and numbers equal to 1e-7 relative
+number of a ``time`` line, of a ``seconds`` line (``lipopt report``'s quantiles) or of a time
+in JSON) and numbers equal to 1e-7 relative
 (:func:`same_output`).
 """
 
@@ -171,10 +172,10 @@ def _timed_json_key(line: str) -> bool:
 
 def masked(text: str) -> str:
     """``text`` with times hidden: a number followed by `` s``, every number of a ``time``
-    line or of a JSON time, and trailing spaces."""
+    or ``seconds`` line or of a JSON time, and trailing spaces."""
     lines = []
     for line in text.splitlines():
-        if re.match(r"\s*time\s", line) or _timed_json_key(line):
+        if re.match(r"\s*(time|seconds)\s", line) or _timed_json_key(line):
             line = re.sub(r"\d+(\.\d+)?(e[+-]?\d+)?", "#", line)
         lines.append(re.sub(r"\d+(\.\d+)? s\b", "# s", line).rstrip())
     return "\n".join(lines)

@@ -21,7 +21,9 @@ regen = importlib.util.module_from_spec(_spec)
 sys.modules["regen_outputs"] = regen  # its dataclasses look their module up there
 _spec.loader.exec_module(regen)
 
-SUBCOMMAND = re.compile(r"^(\$ )?lipopt (solve|certify|compare|export|solvers)\b(?!: error)")
+SUBCOMMAND = re.compile(
+    r"^(\$ )?lipopt (solve|certify|compare|export|solvers|batch|report)\b(?!: error)"
+)
 
 
 def _runnable(path: Path) -> bool:
@@ -59,6 +61,9 @@ def test_the_masks_hide_only_times():
     assert regen.masked(shown) == regen.masked(printed)
     assert regen.masked("value 324.29") != regen.masked("value 324.30")
     assert regen.masked('  "value": 1.5,') != regen.masked('  "value": 1.6,')
+    report = "seconds    min 0.01  median 0.34  p90 0.95  max 1.18  (over 5 lines that ran)"
+    assert regen.masked(report) == regen.masked(report.replace("0.34", "0.41"))
+    assert regen.masked("  value    20.169 .. 324.29") != regen.masked("  value    20.169 .. 324.3")
 
 
 def test_outputs_agree_to_the_last_digits_of_a_float_only():
