@@ -110,6 +110,17 @@ def wait_for_lines(path: Path, count: int, process: subprocess.Popen, timeout: f
     raise TimeoutError(f"{path} did not reach {count} lines in {timeout} s")
 
 
+def reference_batch(root: Path, count: int, seed: int) -> dict[str, dict]:
+    """Write a batch of ``count`` instances (hidden layers twice the NETWORKS' widths, a few
+    seconds on two workers) into ``root`` and run it uninterrupted into ``ref.jsonl``: its
+    lines by id."""
+    write_batch(root, count=count, seed=seed, widths_scale=2)
+    process = start_lipopt("batch", "instances.csv", "--out", "ref.jsonl", "--quiet", cwd=root)
+    _out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    return {line["id"]: line for line in read_lines(root / "ref.jsonl")}
+
+
 def children(pid: int) -> list[int]:
     """The pids of a process's children (Linux /proc)."""
     found = []

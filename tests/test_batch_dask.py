@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from lipopt import policy
-from tests.batch_helpers import read_lines, run_cli, start_lipopt, wait_for_lines, write_batch
+from tests.batch_helpers import (
+    read_lines,
+    reference_batch,
+    run_cli,
+    start_lipopt,
+    wait_for_lines,
+    write_batch,
+)
 from tests.helpers import require_module
 
 require_module("distributed")
@@ -63,12 +70,9 @@ def cluster() -> Iterator[tuple[str, list[subprocess.Popen]]]:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
+    """The batch and its answers by the local pool."""
     root = tmp_path_factory.mktemp("dask")
-    write_batch(root, count=COUNT, seed=21, widths_scale=2)
-    process = start_lipopt("batch", "instances.csv", "--out", "local.jsonl", "--quiet", cwd=root)
-    _out, err = process.communicate(timeout=600)
-    assert process.returncode == 0, err
-    return root, {line["id"]: line for line in read_lines(root / "local.jsonl")}
+    return root, reference_batch(root, COUNT, seed=21)
 
 
 def test_cluster_answers_as_the_local_pool_with_a_worker_killed(cluster, reference) -> None:

@@ -16,10 +16,10 @@ from tests.batch_helpers import (
     children,
     pool_workers,
     read_lines,
+    reference_batch,
     start_lipopt,
     wait_for_lines,
-    write_batch,
-)  # fmt: skip
+)
 
 COUNT = 16
 
@@ -28,11 +28,7 @@ COUNT = 16
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
     """The batch (16 instances, about 10 s on two workers) and its uninterrupted results."""
     root = tmp_path_factory.mktemp("faults")
-    write_batch(root, count=COUNT, seed=11, widths_scale=2)
-    process = start_lipopt("batch", "instances.csv", "--out", "ref.jsonl", "--quiet", cwd=root)
-    _out, err = process.communicate(timeout=600)
-    assert process.returncode == 0, err
-    return root, {line["id"]: line for line in read_lines(root / "ref.jsonl")}
+    return root, reference_batch(root, COUNT, seed=11)
 
 
 def _same(lines: list[dict], reference: dict[str, dict]) -> None:

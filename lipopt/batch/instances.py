@@ -73,6 +73,18 @@ def read_instances(csv_path: str | Path, options: SolveOptions) -> list[Task]:
     return tasks
 
 
+def ignored_note(tasks: list[Task]) -> str | None:
+    """A note when some properties assert something of the outputs: lipopt reads only their
+    input boxes (it computes a constant there; it does not verify the property)."""
+    with_outputs = sum(bool(t.inputs.get("ignored_output_assertions")) for t in tasks)
+    if not with_outputs:
+        return None
+    return (
+        f"note: the output assertions of {with_outputs} of {len(tasks)} VNN-LIB properties are "
+        "ignored; each query's domain is the property's input box"
+    )
+
+
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """(row number, cells by column) for every non-blank, non-comment row."""
     with path.open(newline="") as handle:
@@ -131,6 +143,7 @@ def _task(
         "norm": kwargs["norm"],
         "c": kwargs["c"],
         "output_norm": kwargs["output_norm"],
+        "ignored_output_assertions": box.output_assertions,
     }
     parts = {"kind": "solve", "onnx": file_digest(key), "vnnlib": file_digest(str(vnnlib_path))}
     return Task(

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from lipopt.batch import SolveOptions, Task, read_instances, run_batch
+from lipopt.batch.instances import ignored_note
 from lipopt.batch.local import LocalPool
 from lipopt.cli.exits import EXIT_ANSWERED, EXIT_SOLVER_ERROR
 from lipopt.domain import load_vector
@@ -124,4 +125,7 @@ def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> 
 def run_batch_command(args: argparse.Namespace) -> int:
     """``lipopt batch``: read and check every instance, then run those not yet answered."""
     tasks = read_instances(args.instances, solve_options(args))
+    note = ignored_note(tasks)
+    if note and not args.quiet:
+        print(f"lipopt batch: {note}", file=sys.stderr)
     return run_tasks(tasks, args, "batch")
