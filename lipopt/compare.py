@@ -22,6 +22,7 @@ from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
     EstimatorFailed,
+    EstimatorOutOfScope,
     EstimatorUnavailable,
     Kind,
     problem,
@@ -32,7 +33,7 @@ from lipopt.solvers import SolverError
 
 #: what can stop a method without being a bug: a missing extra, an unusable solver, or a
 #: method that ran and failed (an SDP solver's failure status)
-SKIPPABLE = (EstimatorUnavailable, EstimatorFailed, SolverError)
+SKIPPABLE = (EstimatorUnavailable, EstimatorOutOfScope, EstimatorFailed, SolverError)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ liplp       upper        LP relaxation of LipMIP
 clever      heuristic    reverse-Weibull fit to sampled batch maxima
 seqlip      heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
 lipsdp      upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
+shor        upper        SHOR moment relaxation (Chen et al. 2020), proven from the dual
 lipmip      exact        the MIP (upper if stopped early)
 ==========  ===========  ================================================================
 """
@@ -31,6 +32,7 @@ from lipopt.estimators import (
     lipsdp,
     naive,
     seqlip,
+    shor,
 )
 from lipopt.estimators import random as random_lb
 from lipopt.estimators.attack import gradient_attack
@@ -46,6 +48,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "clever": clever.estimate,
     "seqlip": seqlip.estimate,
     "lipsdp": lipsdp.estimate,
+    "shor": shor.estimate,
     "lipmip": lipmip.estimate,
 }
 
@@ -59,6 +62,7 @@ KINDS: dict[str, Kind] = {
     "clever": clever.KIND,
     "seqlip": seqlip.KIND,
     "lipsdp": lipsdp.KIND,
+    "shor": shor.KIND,
     "lipmip": lipmip.KIND,
 }
 

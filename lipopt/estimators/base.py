@@ -44,6 +44,11 @@ class EstimatorUnavailable(RuntimeError):
     """The estimator cannot run here (a missing optional dependency); the message says why."""
 
 
+class EstimatorOutOfScope(RuntimeError):
+    """The method is not built for this request (e.g. SHOR on two hidden layers); the message
+    says why. ``compare`` lists it as not run, with the reason."""
+
+
 class EstimatorFailed(RuntimeError):
     """The estimator ran but produced no number it can stand behind (e.g. the SDP solver
     failed); the message says why."""

@@ -34,6 +34,7 @@ def test_every_method_in_order(results):
         "clever",
         "seqlip",
         "lipsdp",
+        "shor",
         "lipmip",
     ]
 

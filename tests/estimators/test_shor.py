@@ -1,0 +1,103 @@
+"""SHOR (issue 27, ``../shared/semialgebraic.md`` §7): the constraint builder on feasible
+points, and the proven bound against the exact constant from the MIP and from the independent
+brute force, the sampled lower bound, and the closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lipopt import Box, L1Ball, LinfBall, lipschitz
+from lipopt.bounds import propagate
+from lipopt.estimators import Kind, shor
+from lipopt.estimators.base import EstimatorOutOfScope
+from lipopt.estimators.semialgebraic import lift
+from tests.helpers import random_network, require_module
+from tests.oracle import brute_force_lipschitz, from_lipopt, sampled_max_gradient_norm
+
+require_module("cvxpy")
+
+#: the solver's tolerance where SHOR should equal a value (it is an SDP solved to ~1e-8, then
+#: proven with a correction of the same order times the trace bound)
+TOLERANCE = 1e-5
+
+
+def _cases() -> list[tuple[int, object, object]]:
+    """12 networks of one hidden layer (d, n from 2 to 8), each on a box and an linf ball."""
+    rng = np.random.default_rng(27)
+    cases = []
+    for seed in range(12):
+        d, n = int(rng.integers(2, 9)), int(rng.integers(2, 9))
+        net = random_network(np.random.default_rng(seed), [d, n, 1])
+        centre = rng.uniform(-1, 1, d)
+        domain = Box(centre - 1.0, centre + 1.0) if seed % 2 else LinfBall(centre, 0.2)
+        cases.append((seed, net, domain))
+    return cases
+
+
+@pytest.mark.parametrize("seed, net, domain", _cases(), ids=lambda v: str(v)[:12])
+def test_shor_is_above_the_exact_constant_and_the_samples(seed, net, domain):
+    est = shor.estimate(net, domain)
+    exact = lipschitz(net, domain, workers=1).value
+    oracle = brute_force_lipschitz(*from_lipopt(net, domain), np.ones(1), "linf").value
+    sampled = sampled_max_gradient_norm(*from_lipopt(net, domain), np.ones(1), "linf")
+    assert exact == pytest.approx(oracle, rel=1e-6, abs=1e-9)
+    assert est.kind is Kind.UPPER
+    assert est.value >= oracle * (1 - 1e-9) - 1e-12  # proven: no solver tolerance needed
+    assert oracle >= sampled * (1 - 1e-9) - 1e-12
+    w1, w2 = (a.weight for a in net.affine_layers)
+    assert est.value <= np.abs(w2.T * w1).sum() + TOLERANCE  # Σ |c_j A_ji|
+    assert est.detail["correction"] >= 0
+    assert est.detail["block_side"] == 1 + 2 * w1.shape[1] + w1.shape[0]
+
+
+def test_lifted_point_satisfies_every_constraint():
+    """The lifted vector of a feasible point (x in the box, u its pattern, t the gradient's
+    signs) meets every constraint, and its objective is that point's gradient ℓ1 norm."""
+    rng = np.random.default_rng(3)
+    net = random_network(rng, [5, 7, 1])
+    domain = Box(-np.ones(5), np.ones(5))
+    (w1, b1), (w2, _b2) = ((a.weight, a.bias) for a in net.affine_layers)
+    bounds = propagate(net, domain, np.ones(1), method="linear")
+    lifted = lift(w1, b1, w2[0], (domain.lower, domain.upper),
+                  (bounds.pre_lower[0], bounds.pre_upper[0]))  # fmt: skip
+    for x in rng.uniform(-1, 1, (50, 5)):
+        u = (w1 @ x + b1 > 0).astype(float)
+        gradient = w1.T @ (u * w2[0])
+        v = lifted.point(x, u, np.sign(gradient))
+        assert v @ lifted.objective @ v == pytest.approx(np.abs(gradient).sum(), rel=1e-12)
+        assert min(v @ g @ v for g in lifted.inequalities) >= -1e-12
+        assert max(abs(v @ h @ v) for h in lifted.equalities) <= 1e-12
+        assert v @ v <= lifted.trace_bound
+
+
+def test_one_neuron_that_can_be_active_gives_c_times_its_l1_norm():
+    net = random_network(np.random.default_rng(5), [4, 1, 1])
+    a, c = net.affine_layers[0].weight[0], net.affine_layers[1].weight[0, 0]
+    centre = -net.affine_layers[0].bias[0] * a / (a @ a)  # the kink crosses the box
+    est = shor.estimate(net, Box(centre - 1, centre + 1))
+    assert est.value == pytest.approx(abs(c) * np.abs(a).sum(), rel=TOLERANCE)
+
+
+def test_every_neuron_stable_gives_the_exact_value():
+    rng = np.random.default_rng(8)
+    net = random_network(rng, [3, 6, 1])
+    domain = LinfBall(rng.uniform(-1, 1, 3), 1e-3)
+    bounds = propagate(net, domain, np.ones(1), method="linear")
+    assert np.all((bounds.pre_lower[0] > 0) | (bounds.pre_upper[0] < 0))  # all stable
+    exact = lipschitz(net, domain, workers=1).value
+    assert shor.estimate(net, domain).value == pytest.approx(exact, rel=TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    "widths, domain, norm, phrase",
+    [
+        ([2, 4, 4, 1], Box(-np.ones(2), np.ones(2)), "linf", "one hidden layer"),
+        ([2, 4, 1], Box(-np.ones(2), np.ones(2)), "l1", "linf input norm"),
+        ([2, 4, 1], L1Ball(np.zeros(2), 1.0), "linf", "box or an linf ball"),
+    ],
+)
+def test_outside_its_scope_it_says_why(widths, domain, norm, phrase):
+    net = random_network(np.random.default_rng(1), widths)
+    with pytest.raises(EstimatorOutOfScope, match=phrase):
+        shor.estimate(net, domain, norm)
