@@ -8,14 +8,16 @@ How it is found: docs/architecture.md (check, plan, run the strategies, one resu
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from typing import Any
 
 from numpy.typing import ArrayLike
 
 from lipopt import driver, policy
 from lipopt.balance import balanced
 from lipopt.bounds import propagate
-from lipopt.config import Mode, resolve_formulation
+from lipopt.config import Mode, configure, resolve_formulation
 from lipopt.domain import Domain, check_dimension
 from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation
@@ -30,7 +32,7 @@ from lipopt.split import SplitOptions
 
 __all__ = [  # the facade's names, and those it re-exports from the layers below
     "LipschitzError", "LipschitzResult", "Mode", "NoBoundError", "SolverError", "InputNorm",
-    "build_model", "lipschitz", "resolve_c", "resolve_seed", "value_at",
+    "build_model", "check_arguments", "lipschitz", "resolve_c", "resolve_seed", "value_at",
 ]  # fmt: skip
 
 
@@ -239,3 +241,38 @@ def lipschitz(
         products=products, start_point=start_point,
     )  # fmt: skip
     return driver.answer(network, domain, norm, (c, output_norm), levers, progress)
+
+
+#: the keyword options of :func:`lipschitz` that configure a solve (every key of SolveConfig)
+LEVERS = (
+    "solver", "mode", "time_limit", "gap", "threads", "verbose", "bounds", "max_refinements",
+    "random_seed", "split", "decompose", "regions", "formulation", "workers", "subnet_bounds",
+    "attack", "sign_split", "gate_split", "split_leader", "products", "start_point",
+)  # fmt: skip
+
+
+def _levers(**given: Any) -> dict[str, Any]:
+    """Every lever, with :func:`lipschitz`'s defaults where ``given`` is silent."""
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(lipschitz).parameters.items()
+        if name in LEVERS
+    }
+    return {**defaults, **given}
+
+
+def check_arguments(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str = InputNorm.LINF,
+    c: ArrayLike | None = None,
+    *,
+    output_norm: OutputNorm | str | None = None,
+    **options: Any,
+) -> None:
+    """Raise the error :func:`lipschitz` would raise for these arguments, without solving
+    (what a batch checks of every query before it runs any)."""
+    unknown = sorted(set(options) - set(LEVERS))
+    if unknown:
+        raise LipschitzError(f"unknown option {unknown[0]!r}")
+    configure(network, domain, norm, (c, output_norm), _levers(**options), policy.Policy.current())

@@ -98,7 +98,7 @@ def test_garbled_last_line_is_redone(batch: tuple) -> None:
     "change, message",
     [
         ("vnnlib", "answered for other inputs"),
-        ("norm", "answered for other inputs"),
+        ("option", "answered for other inputs"),
         ("other batch", "not in this batch"),
     ],
 )
@@ -112,8 +112,8 @@ def test_changed_inputs_are_refused(batch: tuple, tmp_path, change: str, message
         prop = root / "props" / "p3.vnnlib"
         original = prop.read_text()
         prop.write_text(original.replace("(assert (<= X_0", "(assert (<= X_0 ", 1) + "; edited\n")
-    elif change == "norm":
-        extra = ["--time-limit", "5"]
+    elif change == "option":
+        extra = ["--gap", "0.5"]
     else:
         csv = tmp_path / "few.csv"
         csv.write_text("\n".join((root / "instances.csv").read_text().splitlines()[:5]) + "\n")
@@ -153,7 +153,7 @@ def test_instances_in_vnncomp_layout(tmp_path) -> None:
         ("sub/none.onnx,sub/p.vnnlib,60", "none.onnx"),
         ("sub/n.onnx,sub/p.vnnlib,soon", "timeout must be a number"),
         ("sub/n.onnx,sub/p.vnnlib", "2 cells, expected 3"),
-        ("sub/n.onnx,sub/wide.vnnlib,60", "input"),
+        ("sub/n.onnx,sub/wide.vnnlib,60", "declares 1 inputs (X_0 .. X_0) but the network takes 2"),
     ],
 )
 def test_bad_rows_are_refused_with_their_number(tmp_path, row: str, message: str) -> None:

@@ -20,9 +20,8 @@ from lipopt.batch.tasks import Task, file_digest, fingerprint
 from lipopt.domain import Box, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.io.vnnlib import read_vnnlib_box
+from lipopt.lipschitz import check_arguments
 from lipopt.network import Network
-from lipopt.norms import InputNorm
-from lipopt.query import resolve_seed
 
 #: the columns a header row may name, in VNN-COMP's order first
 COLUMNS = ("onnx", "vnnlib", "timeout", "norm", "c", "output_norm")
@@ -87,8 +86,11 @@ def ignored_note(tasks: list[Task]) -> str | None:
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """(row number, cells by column) for every non-blank, non-comment row."""
-    with path.open(newline="") as handle:
-        lines = [row for row in csv.reader(handle)]
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # a BOM is dropped
+            lines = list(csv.reader(handle))
+    except UnicodeDecodeError as exc:
+        raise InstanceError(f"{path.name}: not UTF-8 text (invalid byte at {exc.start})") from None
     header = list(COLUMNS[:3])
     first = True
     for number, row in enumerate(lines, start=1):
@@ -132,10 +134,9 @@ def _task(
         nets[key] = load_onnx(onnx_path)
     network = nets[key]
     box = read_vnnlib_box(vnnlib_path, network.input_dim)
-    row_options = _row_options(row, options, base)
-    InputNorm.parse(row_options.norm)
-    resolve_seed(network, row_options.c, row_options.output_norm)
-    kwargs = row_options.as_kwargs()
+    kwargs = _row_options(row, options, base).as_kwargs()
+    domain = Box(box.lower, box.upper)
+    check_arguments(network, domain, **kwargs)  # what the query would refuse, refused now
     inputs = {
         "onnx": row["onnx"],
         "vnnlib": row["vnnlib"],
@@ -145,15 +146,17 @@ def _task(
         "output_norm": kwargs["output_norm"],
         "ignored_output_assertions": box.output_assertions,
     }
-    parts = {"kind": "solve", "onnx": file_digest(key), "vnnlib": file_digest(str(vnnlib_path))}
+    digest = file_digest(key)
+    parts = {"kind": "solve", "onnx": digest, "vnnlib": file_digest(str(vnnlib_path))}
     return Task(
         id=f"row {number}",
         kind="solve",
         model=key,
-        domain=Box(box.lower, box.upper),
+        domain=domain,
         options=kwargs,
         inputs=inputs,
         fingerprint=fingerprint({**parts, "options": kwargs}),
+        model_digest=digest,
     )
 
 

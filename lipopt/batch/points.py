@@ -17,7 +17,8 @@ import numpy as np
 
 from lipopt.batch.tasks import Task, file_digest, fingerprint
 from lipopt.domain import DomainError, L1Ball, LinfBall
-from lipopt.io.onnx import load_onnx
+from lipopt.io.onnx import load_onnx, sample_shape
+from lipopt.lipschitz import check_arguments
 
 
 @dataclass(frozen=True)
@@ -33,36 +34,48 @@ class PointSet:
     solve_options: tuple[tuple[str, Any], ...] = ()
 
 
-def _load_array(path: str, what: str) -> np.ndarray:
-    """A ``.npy`` array, or a one-line error."""
+def _load_array(path: str, what: str, kinds: str) -> np.ndarray:
+    """A ``.npy`` array whose dtype kind is one of ``kinds`` (numpy's letters), or a one-line
+    error."""
     if not Path(path).is_file():
         raise DomainError(f"{what}: file not found: {path}")
     try:
-        return np.load(path, allow_pickle=False)
+        data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise DomainError(f"{what}: cannot read {path} as .npy: {exc}") from None
+    if not isinstance(data, np.ndarray):
+        raise DomainError(f"{what}: {path} is not a single .npy array (an .npz archive?)")
+    if data.dtype.kind not in kinds:
+        raise DomainError(f"{what}: {path} holds {data.dtype} values, expected numbers")
+    return data
 
 
 def _points(spec: PointSet, input_dim: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The points as rows of ``input_dim`` numbers, and the labels (checked)."""
-    raw = _load_array(spec.points, "--points")
-    rows = raw.shape[0] if raw.ndim else 0
-    if raw.size == 0 or rows * input_dim != raw.size:
+    """The points as rows of ``input_dim`` numbers, and the labels (checked). Points of rank
+    > 2 must have the graph input's sample shape (so they flatten as the network does)."""
+    raw = _load_array(spec.points, "--points", "biuf")
+    sample = sample_shape(spec.model)
+    if raw.ndim > 2 and raw.shape[1:] != sample:
         raise DomainError(
-            f"--points: {spec.points} has shape {raw.shape}; expected (n, {input_dim}) or n "
-            f"inputs of {input_dim} numbers each"
+            f"--points: {spec.points} has shape {raw.shape}; the network's input is one sample "
+            f"of shape {sample} (or flat: (n, {input_dim}))"
+        )
+    if raw.ndim < 2 or raw.size == 0 or raw.shape[0] * input_dim != raw.size:
+        raise DomainError(
+            f"--points: {spec.points} has shape {raw.shape}; expected (n, {input_dim}) or "
+            f"(n, *{sample})"
         )
     points = raw.reshape(raw.shape[0], input_dim).astype(np.float64)
     if not np.all(np.isfinite(points)):
         raise DomainError(f"--points: {spec.points} holds NaN or infinite values")
     if spec.labels is None:
         return points, None
-    labels = _load_array(spec.labels, "--labels").reshape(-1)
+    labels = _load_array(spec.labels, "--labels", "biuf").reshape(-1)
     if labels.size != points.shape[0]:
         raise DomainError(
             f"--labels: {labels.size} labels for {points.shape[0]} points in {spec.points}"
         )
-    if not np.all(np.equal(np.mod(labels, 1), 0)):
+    if not np.all(np.isfinite(labels)) or not np.all(np.equal(np.mod(labels, 1), 0)):
         raise DomainError("--labels must be integer classes")
     return points, labels.astype(np.int64)
 
@@ -77,8 +90,13 @@ def point_tasks(spec: PointSet) -> list[Task]:
     if not spec.radii or any(not np.isfinite(r) or r <= 0 for r in spec.radii):
         raise DomainError("--radius must be positive numbers, e.g. 0.01,0.02,0.05")
     kind = {"linf": LinfBall, "l1": L1Ball}[spec.ball]
-    options = {"method": spec.method, **dict(spec.solve_options), "workers": 1, "threads": 1}
+    solve_options = {**dict(spec.solve_options), "workers": 1, "threads": 1}
+    objective = {"output_norm": "cross"} if network.output_dim > 1 else {}
+    check_arguments(network, kind(points[0], float(spec.radii[0])), spec.ball, **objective,
+                    **solve_options)  # fmt: skip
+    options = {"method": spec.method, **solve_options}
     model = str(Path(spec.model).resolve())
+    digest = file_digest(model)
     tasks = []
     for index, x in enumerate(points):
         label = None if labels is None else int(labels[index])
@@ -87,7 +105,7 @@ def point_tasks(spec: PointSet) -> list[Task]:
                 "onnx": spec.model, "points": spec.points, "index": index,
                 "radius": float(radius), "ball": spec.ball, "method": spec.method,
             }  # fmt: skip
-            what = {"kind": "certify", "onnx": file_digest(model), "x": x, "label": label,
+            what = {"kind": "certify", "onnx": digest, "x": x, "label": label,
                     "radius": float(radius), "ball": spec.ball, "options": options}  # fmt: skip
             tasks.append(
                 Task(
@@ -99,6 +117,7 @@ def point_tasks(spec: PointSet) -> list[Task]:
                     inputs=inputs,
                     fingerprint=fingerprint(what),  # contents, not paths as typed
                     label=label,
+                    model_digest=digest,
                 )
             )
     return tasks

@@ -25,7 +25,7 @@ The ``onnx`` package itself is imported only when a model is read.
 
 from lipopt.io.onnx.context import OnnxImportError
 from lipopt.io.onnx.handlers import OP_HANDLERS
-from lipopt.io.onnx.loader import MIN_OPSET, REVIEWED_OPSET, load_onnx, max_opset
+from lipopt.io.onnx.loader import MIN_OPSET, REVIEWED_OPSET, load_onnx, max_opset, sample_shape
 
 __all__ = [
     "MIN_OPSET",
@@ -33,5 +33,6 @@ __all__ = [
     "REVIEWED_OPSET",
     "OnnxImportError",
     "load_onnx",
+    "sample_shape",
     "max_opset",
 ]

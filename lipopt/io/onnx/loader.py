@@ -253,6 +253,16 @@ def _network(result: Value | None, output_name: str) -> Network:
         raise OnnxImportError(f"the ONNX model does not give a valid network: {exc}") from exc
 
 
+def sample_shape(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[int, ...]:
+    """The shape of one sample of the graph input: the input's shape without its leading batch
+    dimension (rank >= 2), e.g. ``(1, 28, 28)`` for an input ``[N, 1, 28, 28]``. The network's
+    input vector is such a sample flattened in C order."""
+    model = _read_model(source)
+    graph_input = _graph_input(model.graph, {t.name: None for t in model.graph.initializer})
+    dims = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
+    return tuple(int(v) for v in (dims[1:] if len(dims) >= 2 else dims))
+
+
 def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
     """Read an ONNX model of a feed-forward ReLU network into a :class:`Network`.
 
