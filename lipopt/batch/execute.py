@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from lipopt.batch.tasks import Task
+from lipopt.batch.tasks import Task, file_digest
 from lipopt.certify import certify
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import lipschitz
@@ -17,9 +17,21 @@ from lipopt.network import Network
 FAILED = "failed"
 
 
+class ChangedInput(ValueError):
+    """A task's file changed after the batch was checked."""
+
+
+def network_of(task: Task) -> Network:
+    """The task's network, loaded once per worker process and file version; refused when the
+    file is no longer the one the batch fingerprinted."""
+    digest = file_digest(task.model)
+    if task.model_digest and digest != task.model_digest:
+        raise ChangedInput(f"{task.model} changed after the batch started; rerun the batch")
+    return _network(task.model, digest)
+
+
 @lru_cache(maxsize=8)
-def _network(path: str) -> Network:
-    """A network loaded once per worker process and path."""
+def _network(path: str, digest: str) -> Network:
     return load_onnx(path)
 
 
@@ -42,7 +54,7 @@ def failed_line(task: Task, error: str, attempts: int) -> dict[str, Any]:
 def run_task(task: Task, network: Network | None = None, attempts: int = 1) -> dict[str, Any]:
     """Answer one task; ``network``: the task's network when the caller has it already (a
     Dask worker receives it scattered), else it is loaded from ``task.model``."""
-    net = network if network is not None else _network(task.model)
+    net = network if network is not None else network_of(task)
     if task.kind == "solve":
         result = lipschitz(net, task.domain, **task.options)
         return {**header(task, attempts), **result.to_dict(), "model": task.inputs["onnx"]}

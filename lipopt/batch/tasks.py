@@ -34,6 +34,8 @@ class Task:
         inputs: what the result line records of the query (paths as the user gave them).
         fingerprint: SHA-256 of the files' contents and the options.
         label: the true class of a point (certify with labels), else None.
+        model_digest: SHA-256 of the ONNX file when the batch was checked; a worker refuses a
+            file that has changed since (its answer would not belong to the fingerprint).
     """
 
     id: str
@@ -44,6 +46,7 @@ class Task:
     inputs: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
     label: int | None = None
+    model_digest: str = ""
 
 
 def file_digest(path: str) -> str:
