@@ -136,7 +136,12 @@ def _row(name: str, times: list[float], queries: int, base: float) -> str:
 
 def main(argv: list[str]) -> None:
     args = _arguments(argv)
-    root = Path(tempfile.mkdtemp(prefix="lipopt-batch-bench-"))
+    with tempfile.TemporaryDirectory(prefix="lipopt-batch-bench-") as folder:
+        _measure(args, Path(folder))
+
+
+def _measure(args: argparse.Namespace, root: Path) -> None:
+    """Every configuration on a batch written into ``root``; the report."""
     write_batch(root, count=args.queries, seed=30)
     base_times = [_in_process(root) for _ in range(args.repeats)]
     base = statistics.median(base_times)

@@ -104,7 +104,7 @@ def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch) -> None:
     start = time.monotonic()
     code, out, err = run_cli(
         "batch", str(tmp_path / "instances.csv"), "--out", str(tmp_path / "r.jsonl"),
-        "--scheduler", f"tcp://127.0.0.1:{_free_port()}",
+        "--scheduler", f"tcp://127.0.0.1:{_free_port()}", "--quiet",
     )  # fmt: skip
     assert code == 2 and out == "" and time.monotonic() - start < 30
     assert err.startswith("lipopt batch: error: cannot reach the Dask scheduler at tcp://")
@@ -116,7 +116,7 @@ def test_missing_dask_is_one_line(tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)
     code, _out, err = run_cli(
         "batch", str(tmp_path / "instances.csv"), "--out", str(tmp_path / "r.jsonl"),
-        "--scheduler", "tcp://127.0.0.1:8786",
+        "--scheduler", "tcp://127.0.0.1:8786", "--quiet",
     )  # fmt: skip
     assert code == 2
     assert err.strip() == (

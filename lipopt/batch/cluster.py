@@ -16,9 +16,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lipopt import policy
-from lipopt.batch.execute import failed_line, run_safely
+from lipopt.batch.execute import failed_line, network_of, run_safely
 from lipopt.batch.tasks import Task
-from lipopt.io.onnx import load_onnx
 
 
 class ClusterError(ValueError):
@@ -35,8 +34,10 @@ def _client(address: str) -> Any:
         ) from None
     try:
         return Client(address, timeout=policy.CLUSTER_CONNECT_SECONDS)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - distributed raises many kinds; each is one line
+        hint = " (tls:// needs Dask's TLS settings)" if address.startswith("tls://") else ""
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {why}{hint}") from None
 
 
 class DaskCluster:
@@ -47,12 +48,23 @@ class DaskCluster:
         self.address = address
         self.client = _client(address)
         self.pending = 0
+        self.threads = 0
 
     @property
     def running(self) -> int:
-        """Queries being answered now (at most one per worker thread)."""
-        threads = sum(self.client.nthreads().values())
-        return min(self.pending, threads)
+        """Queries being answered now (at most one per worker thread, as last seen)."""
+        try:
+            self.threads = sum(self.client.nthreads().values())
+        except Exception:  # noqa: BLE001 - the loop in results() reports a lost scheduler
+            pass
+        return min(self.pending, self.threads)
+
+    def _lost(self, exc: BaseException) -> ClusterError:
+        """The one-line error of a scheduler lost mid-run."""
+        return ClusterError(
+            f"lost the Dask scheduler at {self.address} ({type(exc).__name__}); the lines "
+            "written so far are kept: rerun the command to go on"
+        )
 
     def note(self) -> str | None:
         """A warning worth printing before the run, e.g. workers with several threads."""
@@ -68,9 +80,10 @@ class DaskCluster:
         (finished, interrupted) what is still queued is cancelled and the client closed."""
         from distributed import as_completed
 
+        first = {task.model: task for task in tasks}  # one task per network file
         networks = {  # a copy on every worker: one that dies takes no network with it
-            model: self.client.scatter(load_onnx(model), broadcast=True)
-            for model in {task.model for task in tasks}
+            model: self.client.scatter(network_of(task), broadcast=True)
+            for model, task in first.items()
         }
         futures = {
             self.client.submit(run_safely, task, networks[task.model], pure=False): task
@@ -80,24 +93,40 @@ class DaskCluster:
         done = as_completed(list(futures))
         try:
             while self.pending:
-                batch = done.next_batch(block=False) if done.has_ready() else []
+                try:
+                    batch = done.next_batch(block=False) if done.has_ready() else []
+                    lines = [self._line(future, futures[future]) for future in batch]
+                except ClusterError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a lost scheduler, in any of its forms
+                    raise self._lost(exc) from None
                 if not batch:
                     time.sleep(0.2)
                     yield None
-                    continue
-                for future in batch:
+                for line in lines:
                     self.pending -= 1
-                    yield self._line(future, futures[future])
+                    yield line
         finally:
-            self.client.cancel(list(futures))
-            self.client.close()
+            self._close(list(futures))
 
-    @staticmethod
-    def _line(future: Any, task: Task) -> dict[str, Any]:
-        """A finished future's line; a task Dask gave up on (its workers kept dying) is
-        ``failed``."""
+    def _close(self, futures: list[Any]) -> None:
+        """Cancel what is still queued and close the client, quietly if the scheduler is gone."""
+        try:
+            self.client.cancel(futures)
+            self.client.close(timeout=5)
+        except Exception:  # noqa: BLE001 - nothing more can be done for a lost scheduler
+            pass
+
+    def _line(self, future: Any, task: Task) -> dict[str, Any]:
+        """A finished future's line; a task Dask gave up on (its workers kept dying:
+        ``KilledWorker``) is ``failed``. A future cancelled or lost with the scheduler is no
+        answer at all: no line, the run stops (a rerun runs that query again)."""
         if future.status == "finished":
             return future.result()
-        error = future.exception() if future.status == "error" else None
-        why = f"{type(error).__name__}: {error}" if error else f"Dask {future.status} it"
-        return failed_line(task, why, 1)  # Dask's own reruns are not seen from here
+        if future.status != "error":
+            raise ClusterError(
+                f"the Dask scheduler at {self.address} dropped the query {task.id!r} "
+                f"({future.status}); the lines written so far are kept: rerun to go on"
+            )
+        error = future.exception()
+        return failed_line(task, f"{type(error).__name__}: {error}", 1)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -44,9 +46,13 @@ def _own_output_lock() -> None:
     dependencies.capture_output_lock = threading.Lock()
 
 
-def _work(conn: Connection, parent: int) -> None:
-    """A worker's life: Ctrl-C is the parent's to handle; answer tasks until told to stop."""
+def _work(conn: Connection, parent: int, scratch: str) -> None:
+    """A worker's life: Ctrl-C is the parent's to handle; temporary files (a solver's model and
+    solution files) go to the pool's ``scratch`` folder, removed with the pool even when the
+    worker is killed mid-solve; answer tasks until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch
     _own_output_lock()
     _serve(conn, _answer, parent)
 
@@ -70,6 +76,7 @@ class LocalPool:
         self.jobs = jobs
         self.slots: list[_Slot] = []
         self.attempts: dict[str, int] = {}
+        self.scratch = ""
 
     @property
     def running(self) -> int:
@@ -80,7 +87,7 @@ class LocalPool:
         """A fresh worker process."""
         ctx = mp.get_context("spawn")
         here, there = ctx.Pipe(duplex=True)
-        process = ctx.Process(target=_work, args=(there, os.getpid()), daemon=True)
+        process = ctx.Process(target=_work, args=(there, os.getpid(), self.scratch), daemon=True)
         process.start()
         there.close()
         return _Slot(here, process)
@@ -88,6 +95,7 @@ class LocalPool:
     def results(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any] | None]:
         """Answer ``tasks``; the workers are stopped on the way out, however it is left."""
         queue = deque(tasks)
+        self.scratch = tempfile.mkdtemp(prefix="lipopt-batch-")
         try:
             self.slots = [self._start() for _ in range(min(self.jobs, len(queue)))]
             while queue or self.running:
@@ -166,3 +174,6 @@ class LocalPool:
                 slot.process.join(timeout=5)
             slot.conn.close()
         self.slots = []
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = ""

@@ -83,6 +83,12 @@ class BatchProgress:
             self.last_shown = now
             print(self.prefix + self.line(), file=self.stream, flush=True)
 
+    def end_line(self) -> None:
+        """End the bar's line on a terminal (before an interruption or error is printed)."""
+        if self.tty and not self.quiet:
+            self.stream.write("\n")
+            self.stream.flush()
+
     def finish(self) -> None:
         """The final counts, on a line of their own."""
         if self.quiet:

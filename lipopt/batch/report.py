@@ -353,6 +353,8 @@ def _pyplot() -> Any:
 def plot_certified(results: Results, out: str | Path) -> Path:
     """Plot certified accuracy against radius (and the clean accuracy, dashed, with labels) to
     ``out``, an image whose format its suffix names; returns ``Path(out)``."""
+    if not Path(out).suffix:
+        raise ValueError(f"--plot {out}: name the image format by a suffix, e.g. {out}.png")
     certifies = results.of_kind("certify")
     if not certifies:
         raise ValueError("no certification lines to plot")
@@ -373,8 +375,8 @@ def plot_certified(results: Results, out: str | Path) -> Path:
         axes.set_title(f"certified accuracy: {Path(results.path).name}")
         axes.grid(True, alpha=0.3)
         axes.legend(loc="lower left")
-        with atomic_path(out) as temp:
-            figure.savefig(temp, dpi=120, bbox_inches="tight")
+        with atomic_path(out) as temp:  # the format from out's suffix, not the temporary name
+            figure.savefig(temp, dpi=120, bbox_inches="tight", format=Path(out).suffix[1:])
     except OSError as exc:
         raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
     finally:

@@ -66,11 +66,15 @@ def run_batch(
                 file=progress.stream,
             )
         run = 0
-        for line in executor.results(pending):
-            if line is not None:
-                store.append(line)
-                run += 1
-            progress.update(executor.running, line)
+        try:
+            for line in executor.results(pending):
+                if line is not None:
+                    store.append(line)
+                    run += 1
+                progress.update(executor.running, line)
+        except BaseException:
+            progress.end_line()  # what is printed next (interrupted, an error) gets its own line
+            raise
         progress.finish()
         statuses = Counter(str(line.get("status")) for line in store.lines.values())
         return BatchSummary(len(tasks), len(tasks) - len(pending), run, statuses,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from lipopt.batch.report import format_summary, plot_certified, read_results, write_csv
 
@@ -50,6 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """Read the results file, write the CSV and plot asked for, then print the summary."""
+    for option, out in (("--csv", args.csv), ("--plot", args.plot)):
+        if out and Path(out).resolve() == Path(args.file).resolve():
+            raise ValueError(f"{option} would overwrite the results file {args.file}")
     results = read_results(args.file)
     written = []
     if args.plot:  # first: a refused plot leaves no CSV and prints nothing

@@ -98,7 +98,7 @@ def read_vnnlib_box(path: str | os.PathLike, input_dim: int | None = None) -> Vn
         if input_dim is not None and input_dim != len(inputs):
             raise _Refusal(
                 f"the file declares {len(inputs)} inputs (X_0 .. X_{len(inputs) - 1}) "
-                f"but input_dim is {input_dim}"
+                f"but the network takes {input_dim}"
             )
         bounds = _Bounds(len(inputs))
         output_assertions = 0
@@ -131,13 +131,32 @@ def _read_text(path: str | os.PathLike) -> str:
         except (OSError, EOFError, zlib.error) as exc:
             raise _Refusal(f"not a valid gzip file: {_one_line(exc)}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is dropped
     except UnicodeDecodeError as exc:
         raise _Refusal(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
 
 
+#: a numeral as VNN-LIB files write them: ASCII digits, an optional point and exponent
+_NUMERAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+
+
+def _check_numerals(text: str) -> None:
+    """Refuse atoms that Python would read as a number but SMT-LIB would not (``0_5``, non-ASCII
+    digits, ``inf``): sexpdata converts with ``int()``/``float()``, which accept them."""
+    code = "\n".join(line.split(";", 1)[0] for line in text.splitlines())
+    for atom in re.split(r"[\s()]+", code):
+        if not atom or _NUMERAL.fullmatch(atom):
+            continue
+        try:
+            float(atom)
+        except ValueError:
+            continue
+        raise _Refusal(f"{atom!r} is not a number as VNN-LIB writes one")
+
+
 def _parse(text: str) -> list[Any]:
     """The top-level S-expressions of ``text``; ``t`` and ``nil`` stay symbols."""
+    _check_numerals(text)
     try:
         return sexpdata.parse(text, nil=None, true=None, false=None)
     except RecursionError:

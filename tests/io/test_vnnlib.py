@@ -228,12 +228,17 @@ REFUSALS = {
         _declare(1) + "(assert (< X_0 0.5))\n(assert (>= X_0 0.5))",
         "empty",
     ),
-    "infinite bound": (_declare(2) + BOUNDED + "(assert (<= X_0 inf))", "not a finite number"),
+    "infinite bound": (_declare(2) + BOUNDED + "(assert (<= X_0 inf))", "is not a number"),
     "overflowing bound": (
         _declare(2) + BOUNDED + "(assert (>= X_0 -1e400))",
         "not a finite number",
     ),
-    "nan bound": (_declare(2) + BOUNDED + "(assert (<= X_0 nan))", "not a finite number"),
+    "nan bound": (_declare(2) + BOUNDED + "(assert (<= X_0 nan))", "is not a number"),
+    "underscore numeral": (
+        _declare(2) + BOUNDED + "(assert (<= X_0 0_5))",
+        "'0_5' is not a number",
+    ),
+    "non-ASCII digit": (_declare(2) + BOUNDED + "(assert (<= X_0 \u0661))", "is not a number"),
     "missing closing parenthesis": (_declare(2) + BOUNDED + "(assert (<= X_0 1)", "S-expressions"),
     "extra closing parenthesis": (
         _declare(2) + "(assert (<= X_0 1)))\n" + BOUNDED * 50,
@@ -277,7 +282,7 @@ def test_refusal_cases_start_from_a_valid_box(tmp_path: Path) -> None:
 def test_wrong_input_dim_names_both_counts(tmp_path: Path) -> None:
     path = _write(tmp_path, _declare(3) + "".join(f"(assert (= X_{i} 0))\n" for i in range(3)))
     message = _refusal(path, "3 inputs", input_dim=4)
-    assert "input_dim is 4" in message
+    assert "the network takes 4" in message
     assert read_vnnlib_box(path, input_dim=3).lower.shape == (3,)
 
 
