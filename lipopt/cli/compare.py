@@ -19,12 +19,12 @@ examples:
   # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
   lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
 
-methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, lipmip.
+methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipmip.
 guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
 guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
-value. A method that cannot run here (lipsdp or shor without 'pip install lipopt[sdp]', shor
-beyond one hidden layer) is listed with the reason. See docs/estimators.md for what each method
-computes.
+value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]',
+shor and hr2 beyond one hidden layer) is listed with the reason. See docs/estimators.md for
+what each method computes.
 """
 
 

@@ -17,6 +17,7 @@ clever      heuristic    reverse-Weibull fit to sampled batch maxima
 seqlip      heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
 lipsdp      upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
 shor        upper        SHOR moment relaxation (Chen et al. 2020), proven from the dual
+hr2         upper        HR-2: SHOR plus second-order blocks (Chen et al. 2020), proven
 lipmip      exact        the MIP (upper if stopped early)
 ==========  ===========  ================================================================
 """
@@ -27,6 +28,7 @@ from lipopt.estimators import (
     attack,
     clever,
     fastlip,
+    hr2,
     liplp,
     lipmip,
     lipsdp,
@@ -49,6 +51,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "seqlip": seqlip.estimate,
     "lipsdp": lipsdp.estimate,
     "shor": shor.estimate,
+    "hr2": hr2.estimate,
     "lipmip": lipmip.estimate,
 }
 
@@ -63,6 +66,7 @@ KINDS: dict[str, Kind] = {
     "seqlip": seqlip.KIND,
     "lipsdp": lipsdp.KIND,
     "shor": shor.KIND,
+    "hr2": hr2.KIND,
     "lipmip": lipmip.KIND,
 }
 

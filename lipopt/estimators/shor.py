@@ -43,6 +43,7 @@ from lipopt.estimators.base import (
     problem,
     stopwatch,
 )
+from lipopt.estimators.moments import CLARABEL_TOLERANCES
 from lipopt.estimators.semialgebraic import Lifted, lift
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -107,6 +108,8 @@ def _solve(cp: Any, lifted: Lifted, solver: str | None, options: dict[str, Any])
     m = cp.reshape(flat, (size, size), order="F")
     sdp = cp.Problem(cp.Minimize(gamma), [(m + m.T) / 2 >> 0])
     chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
+    if chosen == "CLARABEL":
+        options = {**CLARABEL_TOLERANCES, **options}
     with warnings.catch_warnings():  # "may be inaccurate": the bound is re-proven below
         warnings.simplefilter("ignore", UserWarning)
         try:

@@ -35,6 +35,7 @@ def test_every_method_in_order(results):
         "seqlip",
         "lipsdp",
         "shor",
+        "hr2",
         "lipmip",
     ]
 

@@ -9,7 +9,7 @@ import pytest
 
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.bounds import propagate
-from lipopt.estimators import Kind, shor
+from lipopt.estimators import Kind, hr2, shor
 from lipopt.estimators.base import EstimatorOutOfScope
 from lipopt.estimators.semialgebraic import lift
 from tests.helpers import random_network, require_module
@@ -20,6 +20,12 @@ require_module("cvxpy")
 #: the solver's tolerance where SHOR should equal a value (it is an SDP solved to ~1e-8, then
 #: proven with a correction of the same order times the trace bound)
 TOLERANCE = 1e-5
+
+#: where two relaxations' proven bounds are compared: these SDPs are degenerate (the equalities
+#: u² = u and the fixed u of stable neurons leave no strictly feasible moment matrix), and an
+#: interior-point solver's dual stops up to ~2e-5 from the optimum there (measured on these
+#: networks; each bound stays proven, only their order can blur by that much)
+ORDER_TOLERANCE = 1e-4
 
 
 def _cases() -> list[tuple[int, object, object]]:
@@ -101,3 +107,49 @@ def test_outside_its_scope_it_says_why(widths, domain, norm, phrase):
     net = random_network(np.random.default_rng(1), widths)
     with pytest.raises(EstimatorOutOfScope, match=phrase):
         shor.estimate(net, domain, norm)
+
+
+@pytest.mark.parametrize("seed, net, domain", _cases(), ids=lambda v: str(v)[:12])
+def test_hr2_is_between_the_exact_value_and_shor(seed, net, domain):
+    """HR-2 keeps every SHOR constraint and adds valid ones: exact <= HR-2 <= SHOR (the two
+    proven bounds may differ from their SDP values by their corrections, ~1e-6)."""
+    high = shor.estimate(net, domain)
+    est = hr2.estimate(net, domain)
+    oracle = brute_force_lipschitz(*from_lipopt(net, domain), np.ones(1), "linf").value
+    assert est.kind is Kind.UPPER
+    assert est.value >= oracle * (1 - 1e-9) - 1e-12  # proven: no tolerance
+    assert est.value <= high.value + ORDER_TOLERANCE * max(1.0, high.value)
+    same = hr2.estimate(net, domain, level=1)  # SHOR through the generic moment machinery
+    assert same.value == pytest.approx(high.value, rel=ORDER_TOLERANCE, abs=ORDER_TOLERANCE)
+
+
+def test_hr2_is_strictly_tighter_somewhere():
+    """On a local box the second-order blocks cut SHOR's bound (as the seed measured)."""
+    rng = np.random.default_rng(0)
+    gains = []
+    for _ in range(6):
+        d, n = int(rng.integers(2, 8)), int(rng.integers(2, 8))
+        net = random_network(rng, [d, n, 1])
+        x = rng.uniform(-1, 1, d)
+        for domain in (Box(x - 1, x + 1), LinfBall(x, 0.1)):
+            gains.append(shor.estimate(net, domain).value - hr2.estimate(net, domain).value)
+    assert max(gains) > 1e-3
+
+
+def test_hr2_one_neuron_and_stable_closed_forms():
+    net = random_network(np.random.default_rng(5), [4, 1, 1])
+    a, c = net.affine_layers[0].weight[0], net.affine_layers[1].weight[0, 0]
+    centre = -net.affine_layers[0].bias[0] * a / (a @ a)
+    est = hr2.estimate(net, Box(centre - 1, centre + 1))
+    assert est.value == pytest.approx(abs(c) * np.abs(a).sum(), rel=TOLERANCE)
+    rng = np.random.default_rng(8)
+    net = random_network(rng, [3, 6, 1])
+    domain = LinfBall(rng.uniform(-1, 1, 3), 1e-3)
+    exact = lipschitz(net, domain, workers=1).value
+    assert hr2.estimate(net, domain).value == pytest.approx(exact, rel=TOLERANCE)
+
+
+def test_hr2_outside_its_scope_says_why():
+    net = random_network(np.random.default_rng(1), [2, 4, 4, 1])
+    with pytest.raises(EstimatorOutOfScope, match="one hidden layer"):
+        hr2.estimate(net, Box(-np.ones(2), np.ones(2)))

@@ -1,0 +1,195 @@
+"""HR-2: the second-order "heuristic relaxation" of Chen, Lasserre, Magron and Pauwels
+(NeurIPS 2020) — SHOR's moment matrix plus small second-order blocks, an upper bound on the
+local Lipschitz constant at most SHOR's (``../shared/semialgebraic.md`` §3).
+
+Variables ``x`` (the input, in the box), ``u`` (ReLU's derivative), ``t`` (ℓ∞'s dual ball) and,
+for the neurons' blocks, ``w_j`` standing for the pre-activation ``z_j = A_j x + b_j``. The
+relaxation (:mod:`lipopt.estimators.moments`) has
+
+- SHOR: the moment block on ``(1, x, u, t)`` and every constraint of
+  :mod:`lipopt.estimators.semialgebraic` as a scalar moment constraint;
+- per input i, on ``(x_i, t_i)``: the order-2 moment block on ``(1, x, t, x², xt, t²)`` and the
+  localizing blocks on ``(1, x, t)`` of ``−(x − l)(x − h) >= 0`` and ``1 − t² >= 0``;
+- per neuron j, on ``(u_j, w_j)``: the order-2 moment block, the localizing equality of
+  ``u² − u = 0`` and the localizing blocks of ``(u − ½) w``, ``−(u − l_u)(u − h_u)`` and
+  ``−(w − l_z)(w − h_z)``; ``w``'s moments of degree <= 2 are tied to ``x``'s by
+  ``L((w − z)·q) = 0`` for ``q ∈ {1, u, w, x_i}``, its higher ones belong to the block.
+
+Every feasible point (with ``w = z(x)``) gives a feasible moment vector, so the relaxation is
+at least the constant; it keeps every SHOR constraint, so it is at most SHOR. The value is the
+dual bound **proven in numpy** (:func:`~lipopt.estimators.moments.proven_bound`). Scope: one
+hidden layer, the ℓ∞ input norm, boxes and ℓ∞ balls. Needs cvxpy (``pip install
+'lipopt[sdp]'``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from lipopt.bounds import propagate
+from lipopt.domain import Box, Domain, LinfBall
+from lipopt.estimators.base import (
+    Estimate,
+    EstimatorOutOfScope,
+    EstimatorUnavailable,
+    FloatArray,
+    Kind,
+    problem,
+    stopwatch,
+)
+from lipopt.estimators.moments import (
+    Poly,
+    Relaxation,
+    add,
+    compile_relaxation,
+    const,
+    mul,
+    proven_bound,
+    scale,
+    solve_dual,
+    var,
+)  # fmt: skip
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+NAME = "hr2"
+KIND = Kind.UPPER
+
+
+def _between(p: Poly, low: float, high: float) -> Poly:
+    """``−(p − low)(p − high)``: non-negative exactly when ``low <= p <= high``."""
+    return scale(mul(add(p, const(-low)), add(p, const(-high))), -1.0)
+
+
+class _Layout:
+    """Variable indices: x, then u, then t, then w."""
+
+    def __init__(self, d: int, n: int) -> None:
+        self.d, self.n = d, n
+
+    def x(self, i: int) -> Poly:
+        return var(i)
+
+    def u(self, j: int) -> Poly:
+        return var(self.d + j)
+
+    def t(self, i: int) -> Poly:
+        return var(self.d + self.n + i)
+
+    def w(self, j: int) -> Poly:
+        return var(2 * self.d + self.n + j)
+
+
+def _shor_part(relax: Relaxation, at: _Layout, net: tuple, box: tuple, zb: tuple) -> list[Poly]:
+    """SHOR's block and scalar constraints; the pre-activation polynomials ``z_j``."""
+    weight, bias, c = net
+    (lower, upper), (z_lo, z_hi) = box, zb
+    d, n = at.d, at.n
+    basis = [const(1.0)] + [at.x(i) for i in range(d)] + [at.u(j) for j in range(n)]
+    relax.blocks.append((basis + [at.t(i) for i in range(d)], const(1.0)))
+    relax.objective = add(*[scale(mul(at.t(i), at.u(j)), weight[j, i] * c[j])
+                            for j in range(n) for i in range(d)])  # fmt: skip
+    zs = [add(const(bias[j]), *[scale(at.x(i), weight[j, i]) for i in range(d)]) for j in range(n)]
+    for i in range(d):
+        relax.inequalities += [_between(at.x(i), lower[i], upper[i]), _between(at.t(i), -1, 1)]
+    for j, z in enumerate(zs):
+        u = at.u(j)
+        relax.equalities.append(add(mul(u, u), scale(u, -1.0)))
+        relax.inequalities += [
+            mul(add(u, const(-0.5)), z), add(z, const(-z_lo[j])), add(const(z_hi[j]), scale(z, -1)),
+            _between(z, z_lo[j], z_hi[j]),
+            _between(u, float(z_lo[j] > 0), float(z_hi[j] > 0)),
+        ]  # fmt: skip
+    return zs
+
+
+def _second_order(relax: Relaxation, at: _Layout, box: tuple, zb: tuple, zs: list[Poly]) -> None:
+    """HR-2's blocks on each pair ``(x_i, t_i)`` and ``(u_j, w_j)``, and ``w``'s ties to x."""
+    (lower, upper), (z_lo, z_hi) = box, zb
+    one = const(1.0)
+    for i in range(at.d):
+        x, t = at.x(i), at.t(i)
+        relax.blocks.append(([one, x, t, mul(x, x), mul(x, t), mul(t, t)], one))
+        relax.blocks.append(([one, x, t], _between(x, lower[i], upper[i])))
+        relax.blocks.append(([one, x, t], _between(t, -1, 1)))
+    for j, z in enumerate(zs):
+        u, w = at.u(j), at.w(j)
+        tie = add(w, scale(z, -1.0))
+        support = [at.x(i) for i in np.flatnonzero(z_coefficients(z, at.d))]
+        relax.equalities += [mul(tie, q) for q in [one, u, w, *support]]
+        relax.blocks.append(([one, u, w, mul(u, u), mul(u, w), mul(w, w)], one))
+        relax.localizing_equality([one, u, w], add(mul(u, u), scale(u, -1.0)))
+        for g in (mul(add(u, const(-0.5)), w), _between(u, float(z_lo[j] > 0), float(z_hi[j] > 0)),
+                  _between(w, z_lo[j], z_hi[j])):  # fmt: skip
+            relax.blocks.append(([one, u, w], g))
+
+
+def z_coefficients(z: Poly, d: int) -> FloatArray:
+    """The coefficients of ``x_0 .. x_{d-1}`` in an affine polynomial."""
+    return np.array([z.get((i,), 0.0) for i in range(d)])
+
+
+def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relaxation:
+    """SHOR (``level=1``) or HR-2 (``level=2``) of ``cᵀ ReLU(A x + b)`` over the box."""
+    weight = net[0]
+    n, d = weight.shape
+    (lower, upper), (z_lo, z_hi) = box, z_bounds
+    limits = np.concatenate([np.maximum(np.abs(lower), np.abs(upper)), np.ones(n), np.ones(d),
+                             np.maximum(np.abs(z_lo), np.abs(z_hi))])  # fmt: skip
+    relax = Relaxation(bounds=list(limits))
+    at = _Layout(d, n)
+    zs = _shor_part(relax, at, net, box, z_bounds)
+    if level >= 2:
+        _second_order(relax, at, box, z_bounds, zs)
+    return relax
+
+
+def _check(network: Network, domain: Domain, norm: InputNorm) -> None:
+    if len(network.affine_layers) != 2:
+        raise EstimatorOutOfScope(
+            f"HR-2 is built for one hidden layer; this network has "
+            f"{len(network.affine_layers) - 1} (two layers need the seed's lifted cubic blocks)"
+        )
+    if norm is not InputNorm.LINF:
+        raise EstimatorOutOfScope("HR-2 is built for the linf input norm")
+    if not isinstance(domain, (Box, LinfBall)):
+        raise EstimatorOutOfScope("HR-2 needs a box or an linf ball")
+
+
+def estimate(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str = InputNorm.LINF,
+    c: ArrayLike | None = None,
+    *,
+    solver: str | None = None,
+    bounds: str = "linear",
+    level: int = 2,
+    **options: Any,
+) -> Estimate:
+    """The proven HR-2 bound (``level=1``: SHOR through the same machinery) on
+    ``max ||∇(cᵀf)||_1`` over the domain; ``solver`` a cvxpy SDP solver (default Clarabel)."""
+    try:
+        import cvxpy  # noqa: F401
+    except ImportError:
+        raise EstimatorUnavailable("HR-2 needs cvxpy: pip install 'lipopt[sdp]'") from None
+    with stopwatch() as elapsed:
+        prob = problem(network, domain, norm, c)
+        _check(network, domain, prob.norm)
+        box = domain.as_box() if isinstance(domain, LinfBall) else domain
+        first, last = network.affine_layers
+        nb = propagate(network, domain, prob.c, method=bounds)
+        relax = relaxation(
+            (first.weight, first.bias, prob.c @ last.weight), (box.lower, box.upper),
+            (nb.pre_lower[0], nb.pre_upper[0]), level,
+        )  # fmt: skip
+        compiled = compile_relaxation(relax)
+        duals = solve_dual(compiled, solver, options)
+        value, extra = proven_bound(compiled, duals)
+    detail = {"solver": duals["solver"], "status": duals["status"], "value_solver": duals["value"],
+              "correction": extra, "moments": len(compiled.monomials),
+              "blocks": len(compiled.sides), "level": level}  # fmt: skip
+    return Estimate(NAME, value, KIND, elapsed[0], detail)
