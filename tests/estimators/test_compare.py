@@ -59,6 +59,9 @@ def test_json_shape(results):
     exact = data["exact"]
     for m in data["methods"]:
         assert {"name", "value", "kind", "seconds"} <= set(m)
+        if m["value"] is None:  # not run here (shor and hr2 on this deeper network): say why
+            assert m["reason"], m
+            continue
         if m["kind"] == "upper":
             assert m["value"] >= exact * (1 - 1e-6)
         if m["kind"] == "lower":
