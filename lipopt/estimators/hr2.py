@@ -29,11 +29,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lipopt.bounds import propagate
-from lipopt.domain import Box, Domain, LinfBall
+from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
-    EstimatorOutOfScope,
     EstimatorUnavailable,
     FloatArray,
     Kind,
@@ -52,6 +50,7 @@ from lipopt.estimators.moments import (
     solve_dual,
     var,
 )  # fmt: skip
+from lipopt.estimators.semialgebraic import one_layer
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -147,18 +146,6 @@ def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relax
     return relax
 
 
-def _check(network: Network, domain: Domain, norm: InputNorm) -> None:
-    if len(network.affine_layers) != 2:
-        raise EstimatorOutOfScope(
-            f"HR-2 is built for one hidden layer; this network has "
-            f"{len(network.affine_layers) - 1} (two layers need the seed's lifted cubic blocks)"
-        )
-    if norm is not InputNorm.LINF:
-        raise EstimatorOutOfScope("HR-2 is built for the linf input norm")
-    if not isinstance(domain, (Box, LinfBall)):
-        raise EstimatorOutOfScope("HR-2 needs a box or an linf ball")
-
-
 def estimate(
     network: Network,
     domain: Domain,
@@ -177,15 +164,8 @@ def estimate(
     except ImportError:
         raise EstimatorUnavailable("HR-2 needs cvxpy: pip install 'lipopt[sdp]'") from None
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
-        _check(network, domain, prob.norm)
-        box = domain.as_box() if isinstance(domain, LinfBall) else domain
-        first, last = network.affine_layers
-        nb = propagate(network, domain, prob.c, method=bounds)
-        relax = relaxation(
-            (first.weight, first.bias, prob.c @ last.weight), (box.lower, box.upper),
-            (nb.pre_lower[0], nb.pre_upper[0]), level,
-        )  # fmt: skip
+        net = one_layer(problem(network, domain, norm, c), "HR-2", bounds)
+        relax = relaxation((net.weight, net.bias, net.w), net.box, net.z_bounds, level)
         compiled = compile_relaxation(relax)
         duals = solve_dual(compiled, solver, options)
         value, extra = proven_bound(compiled, duals)

@@ -27,10 +27,47 @@ Every feasible point's ``v`` satisfies all of them, and ``|v|² <= 1 + Σ max(l_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from lipopt.estimators.base import FloatArray
+from lipopt.bounds import propagate
+from lipopt.domain import Box, LinfBall
+from lipopt.estimators.base import EstimatorOutOfScope, FloatArray, Problem
+from lipopt.norms import InputNorm
+
+
+@dataclass(frozen=True)
+class OneLayer:
+    """What the relaxations need of ``cᵀ f``: ``f(x) = w·ReLU(A x + b) + const`` over the box,
+    with sound pre-activation bounds ``z_bounds``."""
+
+    weight: FloatArray
+    bias: FloatArray
+    w: FloatArray
+    box: tuple[FloatArray, FloatArray]
+    z_bounds: tuple[FloatArray, FloatArray]
+
+
+def one_layer(prob: Problem, method: str, bounds: str = "linear") -> OneLayer:
+    """The request as :class:`OneLayer`, or the one-line reason why ``method`` cannot take it
+    (more than one hidden layer, an input norm other than ℓ∞, a domain other than a box or an
+    ℓ∞ ball)."""
+    network, domain = prob.network, prob.domain
+    if len(network.affine_layers) != 2:
+        raise EstimatorOutOfScope(
+            f"{method} is built for one hidden layer; this network has "
+            f"{len(network.affine_layers) - 1} (two layers need the seed's lifted cubic blocks)"
+        )
+    if prob.norm is not InputNorm.LINF:
+        raise EstimatorOutOfScope(f"{method} is built for the linf input norm")
+    if not isinstance(domain, (Box, LinfBall)):
+        raise EstimatorOutOfScope(f"{method} needs a box or an linf ball")
+    box: Any = domain.as_box() if isinstance(domain, LinfBall) else domain
+    first, last = network.affine_layers
+    found = propagate(network, domain, prob.c, method=bounds)
+    return OneLayer(first.weight, first.bias, prob.c @ last.weight, (box.lower, box.upper),
+                    (found.pre_lower[0], found.pre_upper[0]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lipopt.bounds import propagate
-from lipopt.domain import Box, Domain, LinfBall
+from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
     EstimatorFailed,
-    EstimatorOutOfScope,
     EstimatorUnavailable,
     FloatArray,
     Kind,
@@ -44,7 +42,7 @@ from lipopt.estimators.base import (
     stopwatch,
 )
 from lipopt.estimators.moments import CLARABEL_TOLERANCES
-from lipopt.estimators.semialgebraic import Lifted, lift
+from lipopt.estimators.semialgebraic import Lifted, lift, one_layer
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -127,19 +125,6 @@ def _solve(cp: Any, lifted: Lifted, solver: str | None, options: dict[str, Any])
     }
 
 
-def _check(network: Network, domain: Domain, norm: InputNorm) -> None:
-    """SHOR's scope, with a one-line reason outside it."""
-    if len(network.affine_layers) != 2:
-        raise EstimatorOutOfScope(
-            f"SHOR is built for one hidden layer; this network has "
-            f"{len(network.affine_layers) - 1} (two layers need the seed's lifted cubic blocks)"
-        )
-    if norm is not InputNorm.LINF:
-        raise EstimatorOutOfScope("SHOR is built for the linf input norm")
-    if not isinstance(domain, (Box, LinfBall)):
-        raise EstimatorOutOfScope("SHOR needs a box or an linf ball")
-
-
 def estimate(
     network: Network,
     domain: Domain,
@@ -160,15 +145,8 @@ def estimate(
     """
     cp = _cvxpy()
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
-        _check(network, domain, prob.norm)
-        box = domain.as_box() if isinstance(domain, LinfBall) else domain
-        first, last = network.affine_layers
-        net_bounds = propagate(network, domain, prob.c, method=bounds)
-        lifted = lift(
-            first.weight, first.bias, prob.c @ last.weight, (box.lower, box.upper),
-            (net_bounds.pre_lower[0], net_bounds.pre_upper[0]),
-        )  # fmt: skip
+        net = one_layer(problem(network, domain, norm, c), "SHOR", bounds)
+        lifted = lift(net.weight, net.bias, net.w, net.box, net.z_bounds)
         facts = _solve(cp, lifted, solver, options)
         value, least = certified_bound(lifted, facts["gamma"], facts["lam"], facts["mu"])
     detail = {
