@@ -19,12 +19,13 @@ examples:
   # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
   lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
 
-methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipmip.
+methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipopt3,
+lipopt4 (LiPopt-k of Latorre et al. 2020, not this package), lipmip.
 guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
 guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
-value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]',
-shor and hr2 beyond one hidden layer) is listed with the reason. See docs/estimators.md for
-what each method computes.
+value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]';
+shor, hr2 and lipopt3/4 beyond one hidden layer) is listed with the reason. See
+docs/estimators.md for what each method computes.
 """
 
 

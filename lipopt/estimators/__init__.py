@@ -18,6 +18,8 @@ seqlip      heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
 lipsdp      upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
 shor        upper        SHOR moment relaxation (Chen et al. 2020), proven from the dual
 hr2         upper        HR-2: SHOR plus second-order blocks (Chen et al. 2020), proven
+lipopt3     upper        LiPopt-3 (Latorre et al. 2020): Krivine/Handelman LP, proven
+lipopt4     upper        LiPopt-4 (Latorre et al. 2020): the same at degree 4
 lipmip      exact        the MIP (upper if stopped early)
 ==========  ===========  ================================================================
 """
@@ -31,6 +33,7 @@ from lipopt.estimators import (
     hr2,
     liplp,
     lipmip,
+    lipopt_k,
     lipsdp,
     naive,
     seqlip,
@@ -52,6 +55,8 @@ ESTIMATORS: dict[str, Estimator] = {
     "lipsdp": lipsdp.estimate,
     "shor": shor.estimate,
     "hr2": hr2.estimate,
+    "lipopt3": lipopt_k.estimate3,
+    "lipopt4": lipopt_k.estimate4,
     "lipmip": lipmip.estimate,
 }
 
@@ -67,6 +72,8 @@ KINDS: dict[str, Kind] = {
     "lipsdp": lipsdp.KIND,
     "shor": shor.KIND,
     "hr2": hr2.KIND,
+    "lipopt3": lipopt_k.KIND,
+    "lipopt4": lipopt_k.KIND,
     "lipmip": lipmip.KIND,
 }
 

@@ -36,6 +36,8 @@ def test_every_method_in_order(results):
         "lipsdp",
         "shor",
         "hr2",
+        "lipopt3",
+        "lipopt4",
         "lipmip",
     ]
 
