@@ -3,8 +3,9 @@
 local Lipschitz constant at most SHOR's (``../shared/semialgebraic.md`` §3).
 
 Variables ``x`` (the input, in the box), ``u`` (ReLU's derivative), ``t`` (ℓ∞'s dual ball) and,
-for the neurons' blocks, ``w_j`` standing for the pre-activation ``z_j = A_j x + b_j``. The
-relaxation (:mod:`lipopt.estimators.moments`) has
+for the neurons' blocks, ``w_j`` standing for the pre-activation ``z_j = A_j x + b_j`` (``x``
+and ``w`` are normalised to [−1, 1] before the relaxation is built). The relaxation
+(:mod:`lipopt.estimators.moments`) has
 
 - SHOR: the moment block on ``(1, x, u, t)`` and every constraint of
   :mod:`lipopt.estimators.semialgebraic` as a scalar moment constraint;
@@ -82,18 +83,21 @@ class _Layout:
         return var(2 * self.d + self.n + j)
 
 
-def _shor_part(relax: Relaxation, at: _Layout, net: tuple, box: tuple, zb: tuple) -> list[Poly]:
-    """SHOR's block and scalar constraints; the pre-activation polynomials ``z_j``."""
-    weight, bias, c = net
-    (lower, upper), (z_lo, z_hi) = box, zb
+def _shor_part(relax: Relaxation, at: _Layout, net: tuple, zb: tuple) -> list[Poly]:
+    """SHOR's block and scalar constraints in the normalised input ``ξ ∈ [−1, 1]^d``; the
+    pre-activation polynomials ``z_j(ξ)``. ``net`` is ``(A, A·diag(ρ), A m + b, c)``: the
+    objective keeps the weights, the constraints see ``x = m + ρ ξ``."""
+    weight, weight_xi, bias_xi, c = net
+    z_lo, z_hi = zb
     d, n = at.d, at.n
     basis = [const(1.0)] + [at.x(i) for i in range(d)] + [at.u(j) for j in range(n)]
     relax.blocks.append((basis + [at.t(i) for i in range(d)], const(1.0)))
     relax.objective = add(*[scale(mul(at.t(i), at.u(j)), weight[j, i] * c[j])
                             for j in range(n) for i in range(d)])  # fmt: skip
-    zs = [add(const(bias[j]), *[scale(at.x(i), weight[j, i]) for i in range(d)]) for j in range(n)]
+    zs = [add(const(bias_xi[j]), *[scale(at.x(i), weight_xi[j, i]) for i in range(d)])
+          for j in range(n)]  # fmt: skip
     for i in range(d):
-        relax.inequalities += [_between(at.x(i), lower[i], upper[i]), _between(at.t(i), -1, 1)]
+        relax.inequalities += [_between(at.x(i), -1, 1), _between(at.t(i), -1, 1)]
     for j, z in enumerate(zs):
         u = at.u(j)
         relax.equalities.append(add(mul(u, u), scale(u, -1.0)))
@@ -105,25 +109,27 @@ def _shor_part(relax: Relaxation, at: _Layout, net: tuple, box: tuple, zb: tuple
     return zs
 
 
-def _second_order(relax: Relaxation, at: _Layout, box: tuple, zb: tuple, zs: list[Poly]) -> None:
-    """HR-2's blocks on each pair ``(x_i, t_i)`` and ``(u_j, w_j)``, and ``w``'s ties to x."""
-    (lower, upper), (z_lo, z_hi) = box, zb
+def _second_order(relax: Relaxation, at: _Layout, zb: tuple, zs: list[Poly]) -> None:
+    """HR-2's blocks on each pair ``(ξ_i, t_i)`` and ``(u_j, ω_j)``, with
+    ``w_j = z_mid + z_rad ω_j`` (ω ∈ [−1, 1]) tied to ``z_j(ξ)``."""
+    z_lo, z_hi = zb
     one = const(1.0)
     for i in range(at.d):
         x, t = at.x(i), at.t(i)
         relax.blocks.append(([one, x, t, mul(x, x), mul(x, t), mul(t, t)], one))
-        relax.blocks.append(([one, x, t], _between(x, lower[i], upper[i])))
+        relax.blocks.append(([one, x, t], _between(x, -1, 1)))
         relax.blocks.append(([one, x, t], _between(t, -1, 1)))
     for j, z in enumerate(zs):
-        u, w = at.u(j), at.w(j)
+        u, omega = at.u(j), at.w(j)
+        w = add(const((z_lo[j] + z_hi[j]) / 2), scale(omega, (z_hi[j] - z_lo[j]) / 2))
         tie = add(w, scale(z, -1.0))
         support = [at.x(i) for i in np.flatnonzero(z_coefficients(z, at.d))]
-        relax.equalities += [mul(tie, q) for q in [one, u, w, *support]]
-        relax.blocks.append(([one, u, w, mul(u, u), mul(u, w), mul(w, w)], one))
-        relax.localizing_equality([one, u, w], add(mul(u, u), scale(u, -1.0)))
+        relax.equalities += [mul(tie, q) for q in [one, u, omega, *support]]
+        relax.blocks.append(([one, u, omega, mul(u, u), mul(u, omega), mul(omega, omega)], one))
+        relax.localizing_equality([one, u, omega], add(mul(u, u), scale(u, -1.0)))
         for g in (mul(add(u, const(-0.5)), w), _between(u, float(z_lo[j] > 0), float(z_hi[j] > 0)),
-                  _between(w, z_lo[j], z_hi[j])):  # fmt: skip
-            relax.blocks.append(([one, u, w], g))
+                  _between(omega, -1, 1)):  # fmt: skip
+            relax.blocks.append(([one, u, omega], g))
 
 
 def z_coefficients(z: Poly, d: int) -> FloatArray:
@@ -132,17 +138,20 @@ def z_coefficients(z: Poly, d: int) -> FloatArray:
 
 
 def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relaxation:
-    """SHOR (``level=1``) or HR-2 (``level=2``) of ``cᵀ ReLU(A x + b)`` over the box."""
-    weight = net[0]
+    """SHOR (``level=1``) or HR-2 (``level=2``) of ``cᵀ ReLU(A x + b)`` over the box, in
+    normalised variables (``x = m + ρ ξ``, ``w = z_mid + z_rad ω``, every variable in
+    [−1, 1]): the same relaxation (moment relaxations are invariant under affine changes of
+    variables), but every monomial's bound is 1, so the proof's residual term stays as small
+    as the solver's residuals (on ±10 boxes it was 0.1 in raw variables)."""
+    weight, bias, c = net
     n, d = weight.shape
-    (lower, upper), (z_lo, z_hi) = box, z_bounds
-    limits = np.concatenate([np.maximum(np.abs(lower), np.abs(upper)), np.ones(n), np.ones(d),
-                             np.maximum(np.abs(z_lo), np.abs(z_hi))])  # fmt: skip
-    relax = Relaxation(bounds=list(limits))
+    lower, upper = box
+    mid, radius = (lower + upper) / 2, (upper - lower) / 2
+    relax = Relaxation(bounds=[1.0] * (2 * d + 2 * n))
     at = _Layout(d, n)
-    zs = _shor_part(relax, at, net, box, z_bounds)
+    zs = _shor_part(relax, at, (weight, weight * radius, weight @ mid + bias, c), z_bounds)
     if level >= 2:
-        _second_order(relax, at, box, z_bounds, zs)
+        _second_order(relax, at, z_bounds, zs)
     return relax
 
 
