@@ -57,7 +57,7 @@ def one_layer(prob: Problem, method: str, bounds: str = "linear") -> OneLayer:
     if len(network.affine_layers) != 2:
         raise EstimatorOutOfScope(
             f"{method} is built for one hidden layer; this network has "
-            f"{len(network.affine_layers) - 1} (two layers need the seed's lifted cubic blocks)"
+            f"{len(network.affine_layers) - 1} (deeper networks are not built yet)"
         )
     if prob.norm is not InputNorm.LINF:
         raise EstimatorOutOfScope(f"{method} is built for the linf input norm")
