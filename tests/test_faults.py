@@ -215,12 +215,22 @@ def test_the_domain_split_stops_bounding_parts_at_its_deadline(monkeypatch):
 
 
 def _children_of(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (Linux /proc)."""
+    """The child processes of ``pid`` (Linux /proc), but for multiprocessing's resource
+    tracker: Python starts that helper once, for the life of the process, the first time a
+    process is spawned (the batch tests' pools run in this pytest process), and it is no
+    racer."""
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     except OSError:
         return []
-    return [int(child) for child in text.split()]
+    return [int(child) for child in text.split() if not _is_resource_tracker(int(child))]
+
+
+def _is_resource_tracker(pid: int) -> bool:
+    try:
+        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _live(pids: list[int]) -> list[int]:
