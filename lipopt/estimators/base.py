@@ -12,6 +12,7 @@ and says what kind of answer it is: a certified ``upper`` bound, an attained ``l
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,6 +96,36 @@ class Estimator(Protocol):
         c: ArrayLike | None = ...,
         **options: Any,
     ) -> Estimate: ...
+
+
+#: Clarabel's tolerances for the moment relaxations (its defaults are 1e-8; the HR-2 blocks
+#: left dual values up to 2e-5 above SHOR's at those, and the proof's correction grew alike)
+CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+
+
+def solve_sdp(
+    sdp: Any, solver: str | None, options: dict[str, Any], what: str, tight: bool = False
+) -> str:
+    """Solve a cvxpy problem with ``solver`` (default: Clarabel if installed, else SCS;
+    ``tight``: :data:`CLARABEL_TOLERANCES` unless ``options`` say otherwise); the solver used.
+    "May be inaccurate" warnings are silenced (every caller re-proves its number); a solver
+    error, a status other than optimal, or a variable left without a value is
+    :class:`EstimatorFailed`, its message starting with ``what``."""
+    import cvxpy as cp
+
+    chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
+    if tight and chosen == "CLARABEL":
+        options = {**CLARABEL_TOLERANCES, **options}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            sdp.solve(solver=chosen, **options)
+        except cp.error.SolverError as exc:
+            raise EstimatorFailed(f"{what}the SDP solver {chosen} failed: {exc}") from None
+    unsolved = any(v.value is None for v in sdp.variables())
+    if sdp.status not in ("optimal", "optimal_inaccurate") or unsolved:
+        raise EstimatorFailed(f"{what}the SDP solver {chosen} ended with status {sdp.status}")
+    return chosen
 
 
 @contextmanager

@@ -40,7 +40,6 @@ SDP solver (``pip install 'lipopt[sdp]'``: Clarabel; SCS also works).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -50,11 +49,11 @@ from lipopt.bounds.interval import NeuronState, interval_bounds
 from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
-    EstimatorFailed,
     EstimatorUnavailable,
     FloatArray,
     Kind,
     problem,
+    solve_sdp,
     stopwatch,
 )
 from lipopt.network import Network
@@ -186,17 +185,7 @@ def _solve(
     selector[:d, :d] = np.eye(d)
     m = cp.reshape(k_mat @ mu, (size, size), order="F") + last - rho * selector
     sdp = cp.Problem(cp.Minimize(rho), [(m + m.T) / 2 << 0])
-    chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
-    with (
-        warnings.catch_warnings()
-    ):  # "may be inaccurate": the status says so, and ρ is re-certified
-        warnings.simplefilter("ignore", UserWarning)
-        try:
-            sdp.solve(solver=chosen, **options)
-        except cp.error.SolverError as exc:
-            raise EstimatorFailed(f"LipSDP: the SDP solver {chosen} failed: {exc}") from None
-    if sdp.status not in ("optimal", "optimal_inaccurate") or rho.value is None:
-        raise EstimatorFailed(f"LipSDP: the SDP solver {chosen} ended with status {sdp.status}")
+    chosen = solve_sdp(sdp, solver, options, "LipSDP: ")  # ρ is re-certified below
     weights = np.maximum(np.asarray(mu.value).reshape(-1), 0.0)
     t_num = np.diag(weights[:n])
     for (i, j), lam in zip(couples, weights[n:]):

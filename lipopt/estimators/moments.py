@@ -17,14 +17,13 @@ margin): a bound on ``max_S p`` that does not rest on the solver's tolerance.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lipopt.estimators.base import EstimatorFailed, FloatArray
+from lipopt.estimators.base import FloatArray, solve_sdp
 
 #: a monomial: the sorted tuple of its variables' indices (repeated for powers); () is 1
 Monomial = tuple[int, ...]
@@ -59,11 +58,6 @@ def mul(first: Poly, second: Poly) -> Poly:
             mono = tuple(sorted(m1 + m2))
             out[mono] = out.get(mono, 0.0) + c1 * c2
     return {m: c for m, c in out.items() if c != 0.0}
-
-
-#: Clarabel's tolerances for the moment relaxations (its defaults are 1e-8; the HR-2 blocks
-#: left dual values up to 2e-5 above SHOR's at those, and the proof's correction grew alike)
-CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
 
 @dataclass
@@ -144,17 +138,7 @@ def solve_dual(compiled: Compiled, solver: str | None, options: dict[str, Any]) 
     for z, block in zip(zs, compiled.blocks):
         r = r + block.T @ cp.vec(z, order="C")
     problem = cp.Problem(cp.Minimize(r[0]), [r[1:] == 0, *[z >> 0 for z in zs]])
-    chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
-    if chosen == "CLARABEL":  # tighter than its defaults (1e-8): the proof then adds less
-        options = {**CLARABEL_TOLERANCES, **options}
-    with warnings.catch_warnings():  # "may be inaccurate": the bound is proven afterwards
-        warnings.simplefilter("ignore", UserWarning)
-        try:
-            problem.solve(solver=chosen, **options)
-        except cp.error.SolverError as exc:
-            raise EstimatorFailed(f"the SDP solver {chosen} failed: {exc}") from None
-    if problem.status not in ("optimal", "optimal_inaccurate") or lam.value is None:
-        raise EstimatorFailed(f"the SDP solver {chosen} ended with status {problem.status}")
+    chosen = solve_sdp(problem, solver, options, "", tight=True)
     return {
         "solver": chosen, "status": problem.status, "value": float(problem.value),
         "z": [np.asarray(z.value, dtype=float) for z in zs],

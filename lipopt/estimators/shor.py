@@ -25,7 +25,6 @@ of side ``1 + 2d + n``. Needs cvxpy (``pip install 'lipopt[sdp]'``: Clarabel, or
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -34,14 +33,13 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
-    EstimatorFailed,
     EstimatorUnavailable,
     FloatArray,
     Kind,
     problem,
+    solve_sdp,
     stopwatch,
 )
-from lipopt.estimators.moments import CLARABEL_TOLERANCES
 from lipopt.estimators.semialgebraic import Lifted, lift, one_layer
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -105,17 +103,7 @@ def _solve(cp: Any, lifted: Lifted, solver: str | None, options: dict[str, Any])
     )
     m = cp.reshape(flat, (size, size), order="F")
     sdp = cp.Problem(cp.Minimize(gamma), [(m + m.T) / 2 >> 0])
-    chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
-    if chosen == "CLARABEL":
-        options = {**CLARABEL_TOLERANCES, **options}
-    with warnings.catch_warnings():  # "may be inaccurate": the bound is re-proven below
-        warnings.simplefilter("ignore", UserWarning)
-        try:
-            sdp.solve(solver=chosen, **options)
-        except cp.error.SolverError as exc:
-            raise EstimatorFailed(f"SHOR: the SDP solver {chosen} failed: {exc}") from None
-    if sdp.status not in ("optimal", "optimal_inaccurate") or gamma.value is None:
-        raise EstimatorFailed(f"SHOR: the SDP solver {chosen} ended with status {sdp.status}")
+    chosen = solve_sdp(sdp, solver, options, "SHOR: ", tight=True)
     return {
         "solver": chosen,
         "status": sdp.status,
