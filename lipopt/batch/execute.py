@@ -7,14 +7,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from lipopt.batch.tasks import Task, file_digest
+from lipopt.batch.tasks import FAILED, Task, file_digest
 from lipopt.certify import certify
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import lipschitz
 from lipopt.network import Network
-
-#: the statuses of an answer that was not found because a query could not be run at all
-FAILED = "failed"
 
 
 class ChangedInput(ValueError):

@@ -12,6 +12,7 @@ import time
 from typing import Any, TextIO
 
 from lipopt import policy
+from lipopt.batch.tasks import FAILED
 
 #: the bar's width in characters on a terminal
 BAR_WIDTH = 24
@@ -72,7 +73,7 @@ class BatchProgress:
         self.running = running
         if line is not None:
             self.done += 1
-            self.failed += line.get("status") == "failed"
+            self.failed += line.get("status") == FAILED
         now = time.monotonic()
         if self.quiet:
             return

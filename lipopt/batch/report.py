@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lipopt.atomic import atomic_path
+from lipopt.batch.tasks import FAILED, KINDS
 
 #: the order statuses are listed in; others follow alphabetically
 STATUS_ORDER = (
@@ -38,9 +39,8 @@ STATUS_ORDER = (
     "relaxation",
     "solver_error",
     "interrupted",
-    "failed",
+    FAILED,
 )
-KINDS = ("solve", "certify")
 REQUIRED = ("id", "kind", "status")
 #: failed lines listed in the summary before "... and N more"
 MAX_FAILED_LISTED = 10
@@ -187,7 +187,7 @@ def certify_rows(records: Iterable[dict[str, Any]]) -> list[RadiusRow]:
             raise ValueError(f"certify line {record['id']!r} has no inputs.radius")
         row = rows.setdefault(radius, RadiusRow(radius, correct=0 if labelled else None))
         row.points += 1
-        if record["status"] == "failed":
+        if record["status"] == FAILED:
             row.failed += 1
             continue
         if row.correct is not None:
@@ -205,7 +205,7 @@ def clean_accuracy(records: Iterable[dict[str, Any]]) -> tuple[int, int] | None:
     for record in records:
         inputs = record.get("inputs") or {}
         key = (inputs.get("onnx"), inputs.get("points"), inputs.get("index", record["id"]))
-        correct = record["status"] != "failed" and record.get("correct") is True
+        correct = record["status"] != FAILED and record.get("correct") is True
         labelled = labelled or record.get("label") is not None
         verdicts[key] = verdicts.get(key, False) or correct
     if not labelled:
@@ -233,7 +233,7 @@ def _overview_lines(results: Results) -> list[str]:
         lines.append(f"note       {results.incomplete} incomplete last line skipped")
     counts = status_counts(records)
     lines.append("statuses   " + ", ".join(f"{s} {n}" for s, n in counts.items()))
-    ran = [r for r in records if r["status"] != "failed"]
+    ran = [r for r in records if r["status"] != FAILED]
     seconds = [s for s in (_number(r.get("seconds")) for r in ran) if s is not None]
     stats = quantiles(seconds)
     if stats is not None:
@@ -246,7 +246,7 @@ def _solve_lines(solves: list[dict[str, Any]]) -> list[str]:
     """Exact count, value range and relative-gap range of the solve lines."""
     exact = sum(r["status"] == "optimal" for r in solves)
     lines = [f"solve      {len(solves)} queries, {exact} exact (status optimal)"]
-    ran = [r for r in solves if r["status"] != "failed"]
+    ran = [r for r in solves if r["status"] != FAILED]
     values = [v for v in (_number(r.get("value")) for r in ran) if v is not None]
     if values:
         lines.append(f"  value    {_range(values)}  ({len(values)} with a value)")
@@ -276,7 +276,7 @@ def _certify_lines(certifies: list[dict[str, Any]]) -> list[str]:
 
 def _failed_lines(records: list[dict[str, Any]]) -> list[str]:
     """The failed lines, id and error, at most :data:`MAX_FAILED_LISTED`."""
-    failed = [r for r in records if r["status"] == "failed"]
+    failed = [r for r in records if r["status"] == FAILED]
     if not failed:
         return []
     lines = [f"failed     {len(failed)}"]

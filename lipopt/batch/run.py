@@ -11,7 +11,7 @@ from typing import Any, Protocol, TextIO
 
 from lipopt.batch.progress import BatchProgress
 from lipopt.batch.store import ResultStore
-from lipopt.batch.tasks import Task
+from lipopt.batch.tasks import FAILED, Task
 from lipopt.progress import counted
 
 
@@ -34,7 +34,6 @@ class BatchSummary:
     before: int
     run: int
     statuses: Counter = field(default_factory=Counter)
-    dropped_incomplete: bool = False
 
     def text(self, out: str | Path) -> str:
         """``results.jsonl: 30 queries (28 run now, 2 before): 27 optimal, 3 time_limit``."""
@@ -58,7 +57,7 @@ def run_batch(
     with ResultStore(out) as store:
         pending = store.pending(tasks)
         progress = BatchProgress(len(tasks), len(tasks) - len(pending), quiet, stream, command)
-        progress.failed = sum(line.get("status") == "failed" for line in store.lines.values())
+        progress.failed = sum(line.get("status") == FAILED for line in store.lines.values())
         if store.dropped_incomplete and not quiet:
             print(
                 f"{progress.prefix}{out}: dropped an incomplete last line (a run was killed while "
@@ -77,5 +76,4 @@ def run_batch(
             raise
         progress.finish()
         statuses = Counter(str(line.get("status")) for line in store.lines.values())
-        return BatchSummary(len(tasks), len(tasks) - len(pending), run, statuses,
-                            store.dropped_incomplete)  # fmt: skip
+        return BatchSummary(len(tasks), len(tasks) - len(pending), run, statuses)

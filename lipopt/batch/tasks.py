@@ -20,6 +20,9 @@ from lipopt.domain import Domain
 #: the kinds of query: a Lipschitz constant (``lipopt solve``) or a certified radius
 KINDS = ("solve", "certify")
 
+#: the status of a query that could not be answered at all (its worker died, or it raised)
+FAILED = "failed"
+
 
 @dataclass(frozen=True)
 class Task:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from lipopt.batch import SolveOptions, Task, read_instances, run_batch
 from lipopt.batch.instances import ignored_note
 from lipopt.batch.local import LocalPool
+from lipopt.batch.tasks import FAILED
 from lipopt.cli.exits import EXIT_ANSWERED, EXIT_SOLVER_ERROR
 from lipopt.domain import load_vector
 from lipopt.workers import available_cores
@@ -118,7 +119,7 @@ def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> 
         executor = LocalPool(args.jobs if args.jobs is not None else available_cores())
     summary = run_batch(tasks, args.out, executor, quiet=args.quiet, command=command)
     print(summary.text(args.out))
-    bad = summary.statuses.get("failed", 0) + summary.statuses.get("solver_error", 0)
+    bad = summary.statuses.get(FAILED, 0) + summary.statuses.get("solver_error", 0)
     return EXIT_SOLVER_ERROR if bad else EXIT_ANSWERED
 
 
