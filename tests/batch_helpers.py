@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from lipopt.cli import main
-from tests.helpers import random_network, save_onnx
+from tests.helpers import children, command_line, random_network, save_onnx
 
 #: (widths, objectives): each objective is (norm, c, output_norm) as a CSV row gives them
 NETWORKS = [
@@ -121,37 +120,11 @@ def reference_batch(root: Path, count: int, seed: int) -> dict[str, dict]:
     return {line["id"]: line for line in read_lines(root / "ref.jsonl")}
 
 
-def children(pid: int) -> list[int]:
-    """The pids of a process's children (Linux /proc)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(p) for p in (task / "children").read_text().split()]
-    return found
-
-
 def pool_workers(pid: int) -> list[int]:
     """The children of a ``lipopt batch`` process that are its pool's workers (spawned
     Pythons), not multiprocessing's resource tracker."""
-    found = []
-    for child in children(pid):
-        with contextlib.suppress(OSError):
-            command = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"spawn_main" in command and b"resource_tracker" not in command:
-                found.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def environment() -> dict[str, str]:
-    """This environment, with the repository importable by a subprocess."""
-    root = str(Path(__file__).resolve().parent.parent)
-    return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return [
+        child
+        for child in children(pid)
+        if b"spawn_main" in command_line(child) and b"resource_tracker" not in command_line(child)
+    ]

@@ -64,6 +64,34 @@ def save_onnx(network: Network, path: Path, opset: int = 17) -> Path:
     return path
 
 
+def children(pid: int) -> list[int]:
+    """The pids of a process's children, forked from any of its threads (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (one no one has reaped is not running)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def command_line(pid: int) -> bytes:
+    """A process's command line (NUL-separated), or b"" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def require_module(name: str) -> None:
     """Import ``name`` or skip the test; under CI (env ``CI`` set) a missing module fails
     instead, because CI installs every extra and a skip there would hide an untested path."""

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.batch_helpers import (
-    alive,
-    children,
     pool_workers,
     read_lines,
     reference_batch,
     start_lipopt,
     wait_for_lines,
 )
+from tests.helpers import alive, children
 
 COUNT = 16
 

@@ -28,7 +28,7 @@ from lipopt.cli.exits import EXIT_INTERRUPTED, EXIT_SOLVER_ERROR, EXIT_TERMINATE
 from lipopt.solvers import SolveOptions, SolveResult, SolverFailure, Termination, registry
 from lipopt.strategies import race as race_strategy
 from lipopt.workers import can_fork
-from tests.helpers import random_network, save_onnx
+from tests.helpers import alive, children, command_line, random_network, save_onnx
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs fork and two cores")
@@ -215,35 +215,15 @@ def test_the_domain_split_stops_bounding_parts_at_its_deadline(monkeypatch):
 
 
 def _children_of(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux /proc), but for multiprocessing's resource
-    tracker: Python starts that helper once, for the life of the process, the first time a
-    process is spawned (the batch tests' pools run in this pytest process), and it is no
-    racer."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split() if not _is_resource_tracker(int(child))]
-
-
-def _is_resource_tracker(pid: int) -> bool:
-    try:
-        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    """The child processes of ``pid``, but for multiprocessing's resource tracker: Python
+    starts that helper once, for the life of the process, the first time a process is spawned
+    (the batch tests' pools run in this pytest process), and it is no racer."""
+    return [child for child in children(pid) if b"resource_tracker" not in command_line(child)]
 
 
 def _live(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still running (a zombie no one reaped is not running)."""
-    alive = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
+    """Those of ``pids`` still running."""
+    return [pid for pid in pids if alive(pid)]
 
 
 def _reset_signals() -> None:
