@@ -18,9 +18,7 @@ layers of 6–12 neurons, boxes of three sizes, both norms, c and output norms).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -33,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "batch.md"
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.machine import cpu_name  # noqa: E402
+from benchmarks.machine import run_stamp  # noqa: E402
 from tests.batch_helpers import write_batch  # noqa: E402
 
 
@@ -172,9 +170,8 @@ def _report(args: argparse.Namespace, rows: list[str], startup: float) -> None:
     text = "\n".join([
         "# Batch throughput (issue 30)",
         "",
-        f"`PYTHONPATH=. python benchmarks/batch.py --write` on {dt.date.today()}: "
-        f"{cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, Python "
-        f"{platform.python_version()}. {args.queries} small queries (benchmarks/batch.py's "
+        f"`PYTHONPATH=. python benchmarks/batch.py --write` on {run_stamp()}. "
+        f"{args.queries} small queries (benchmarks/batch.py's "
         f"docstring); each configuration run {args.repeats} times, whole command timed "
         "(median, range). Overhead: seconds per query above the in-process baseline of the "
         "same run.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import platform
 
 
@@ -15,3 +17,12 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def run_stamp() -> str:
+    """``2026-11-24: <CPU>, 2 logical CPUs, Linux, Python 3.11.7``: when and where a table was
+    measured."""
+    return (
+        f"{dt.date.today()}: {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
+        f"Python {platform.python_version()}"
+    )

@@ -18,9 +18,6 @@ them. LiPopt-3 and LiPopt-4 (Latorre et al. 2020, local: stable neurons fixed) t
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
 import statistics
 import sys
 import time
@@ -32,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "semialgebraic.md"
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.machine import cpu_name  # noqa: E402
+from benchmarks.machine import run_stamp  # noqa: E402
 
 #: (d, sparsity, epsilon) cells, and the seed's medians (HR-2, SHOR, LBS) from the spec (None
 #: where the seed has no such cell). d = 40 is left out: HR-2 through cvxpy ran over 10 minutes
@@ -120,8 +117,7 @@ def main(argv: list[str]) -> None:
         "# The second seed's experiment, with the exact value (issue 27)",
         "",
         f"`PYTHONPATH=. python benchmarks/semialgebraic.py{' --quick' if args.quick else ''}` "
-        f"on {dt.date.today()}: {cpu_name()}, {os.cpu_count()} logical CPUs, "
-        f"{platform.system()}, Python {platform.python_version()}; {seeds} seeds per cell, the "
+        f"on {run_stamp()}; {seeds} seeds per cell, the "
         f"exact MIP limited to {args.time_limit:g} s (HiGHS, one process), SHOR and HR-2 on "
         "Clarabel, LiPopt-3/4 (local) on HiGHS (all proven bounds), LBS = the best of 10 000 "
         "uniform samples.",
