@@ -49,14 +49,20 @@ class DaskCluster:
         self.client = _client(address)
         self.pending = 0
         self.threads = 0
+        self._threads_seen = -float("inf")
 
     @property
     def running(self) -> int:
-        """Queries being answered now (at most one per worker thread, as last seen)."""
-        try:
-            self.threads = sum(self.client.nthreads().values())
-        except Exception:  # noqa: BLE001 - the loop in results() reports a lost scheduler
-            pass
+        """Queries being answered now (at most one per worker thread). The workers' threads
+        are asked of the scheduler at most once a second: progress asks five times a second,
+        and each question is a round trip."""
+        now = time.monotonic()
+        if now - self._threads_seen >= 1.0:
+            self._threads_seen = now
+            try:
+                self.threads = sum(self.client.nthreads().values())
+            except Exception:  # noqa: BLE001 - the loop in results() reports a lost scheduler
+                pass
         return min(self.pending, self.threads)
 
     def _lost(self, exc: BaseException) -> ClusterError:
