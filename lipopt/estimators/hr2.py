@@ -27,14 +27,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from numpy.typing import ArrayLike
 
 from lipopt.domain import Domain
+from lipopt.estimators import two_layers
 from lipopt.estimators.base import (
     Estimate,
     EstimatorUnavailable,
-    FloatArray,
     Kind,
     problem,
     stopwatch,
@@ -44,24 +43,28 @@ from lipopt.estimators.moments import (
     Relaxation,
     add,
     compile_relaxation,
-    const,
     mul,
     proven_bound,
     scale,
     solve_dual,
     var,
 )  # fmt: skip
-from lipopt.estimators.semialgebraic import one_layer
+from lipopt.estimators.relaxation_parts import (
+    ONE,
+    affine,
+    between,
+    input_blocks,
+    neuron_blocks,
+    neuron_constraints,
+    stand_in,
+    tie,
+)  # fmt: skip
+from lipopt.estimators.semialgebraic import Layered, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
 NAME = "hr2"
 KIND = Kind.UPPER
-
-
-def _between(p: Poly, low: float, high: float) -> Poly:
-    """``−(p − low)(p − high)``: non-negative exactly when ``low <= p <= high``."""
-    return scale(mul(add(p, const(-low)), add(p, const(-high))), -1.0)
 
 
 class _Layout:
@@ -88,53 +91,30 @@ def _shor_part(relax: Relaxation, at: _Layout, net: tuple, zb: tuple) -> list[Po
     pre-activation polynomials ``z_j(ξ)``. ``net`` is ``(A, A·diag(ρ), A m + b, c)``: the
     objective keeps the weights, the constraints see ``x = m + ρ ξ``."""
     weight, weight_xi, bias_xi, c = net
-    z_lo, z_hi = zb
     d, n = at.d, at.n
-    basis = [const(1.0)] + [at.x(i) for i in range(d)] + [at.u(j) for j in range(n)]
-    relax.blocks.append((basis + [at.t(i) for i in range(d)], const(1.0)))
+    xs, ts = [at.x(i) for i in range(d)], [at.t(i) for i in range(d)]
+    relax.blocks.append(([ONE, *xs, *[at.u(j) for j in range(n)], *ts], ONE))
     relax.objective = add(*[scale(mul(at.t(i), at.u(j)), weight[j, i] * c[j])
                             for j in range(n) for i in range(d)])  # fmt: skip
-    zs = [add(const(bias_xi[j]), *[scale(at.x(i), weight_xi[j, i]) for i in range(d)])
-          for j in range(n)]  # fmt: skip
-    for i in range(d):
-        relax.inequalities += [_between(at.x(i), -1, 1), _between(at.t(i), -1, 1)]
+    zs = [affine(weight_xi[j], bias_xi[j], xs) for j in range(n)]
+    relax.inequalities += [between(p, -1, 1) for p in [*xs, *ts]]
     for j, z in enumerate(zs):
-        u = at.u(j)
-        relax.equalities.append(add(mul(u, u), scale(u, -1.0)))
-        relax.inequalities += [
-            mul(add(u, const(-0.5)), z), add(z, const(-z_lo[j])), add(const(z_hi[j]), scale(z, -1)),
-            _between(z, z_lo[j], z_hi[j]),
-            _between(u, float(z_lo[j] > 0), float(z_hi[j] > 0)),
-        ]  # fmt: skip
+        neuron_constraints(relax, at.u(j), z, (float(zb[0][j]), float(zb[1][j])))
     return zs
 
 
 def _second_order(relax: Relaxation, at: _Layout, zb: tuple, zs: list[Poly]) -> None:
     """HR-2's blocks on each pair ``(ξ_i, t_i)`` and ``(u_j, ω_j)``, with
     ``w_j = z_mid + z_rad ω_j`` (ω ∈ [−1, 1]) tied to ``z_j(ξ)``."""
-    z_lo, z_hi = zb
-    one = const(1.0)
     for i in range(at.d):
-        x, t = at.x(i), at.t(i)
-        relax.blocks.append(([one, x, t, mul(x, x), mul(x, t), mul(t, t)], one))
-        relax.blocks.append(([one, x, t], _between(x, -1, 1)))
-        relax.blocks.append(([one, x, t], _between(t, -1, 1)))
+        input_blocks(relax, at.x(i), at.t(i))
     for j, z in enumerate(zs):
         u, omega = at.u(j), at.w(j)
-        w = add(const((z_lo[j] + z_hi[j]) / 2), scale(omega, (z_hi[j] - z_lo[j]) / 2))
-        tie = add(w, scale(z, -1.0))
-        support = [at.x(i) for i in np.flatnonzero(z_coefficients(z, at.d))]
-        relax.equalities += [mul(tie, q) for q in [one, u, omega, *support]]
-        relax.blocks.append(([one, u, omega, mul(u, u), mul(u, omega), mul(omega, omega)], one))
-        relax.localizing_equality([one, u, omega], add(mul(u, u), scale(u, -1.0)))
-        for g in (mul(add(u, const(-0.5)), w), _between(u, float(z_lo[j] > 0), float(z_hi[j] > 0)),
-                  _between(omega, -1, 1)):  # fmt: skip
-            relax.blocks.append(([one, u, omega], g))
-
-
-def z_coefficients(z: Poly, d: int) -> FloatArray:
-    """The coefficients of ``x_0 .. x_{d-1}`` in an affine polynomial."""
-    return np.array([z.get((i,), 0.0) for i in range(d)])
+        bounds = (float(zb[0][j]), float(zb[1][j]))
+        w = stand_in(bounds, omega)
+        support = [at.x(i) for i in range(at.d) if z.get((i,), 0.0) != 0.0]
+        tie(relax, w, z, [ONE, u, omega, *support])
+        neuron_blocks(relax, u, omega, w, bounds)
 
 
 def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relaxation:
@@ -155,6 +135,24 @@ def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relax
     return relax
 
 
+def layered_relaxation(net: Layered, level: int) -> Relaxation:
+    """The relaxation of the right depth: one hidden layer, or two (:mod:`two_layers`)."""
+    if net.depth == 1:
+        one = ((net.weights[0], net.biases[0], net.w), net.box, net.z_bounds[0])
+        return relaxation(*one, level=level)
+    return two_layers.relaxation(net, level)
+
+
+def solve_proven(relax: Relaxation, solver: str | None, options: dict[str, Any]) -> dict:
+    """Compile, solve the dual SDP and prove the bound; the value and what the detail shows."""
+    compiled = compile_relaxation(relax)
+    duals = solve_dual(compiled, solver, options)
+    value, extra = proven_bound(compiled, duals)
+    return {"value": value, "solver": duals["solver"], "status": duals["status"],
+            "value_solver": duals["value"], "correction": extra,
+            "moments": len(compiled.monomials), "blocks": len(compiled.sides)}  # fmt: skip
+
+
 def estimate(
     network: Network,
     domain: Domain,
@@ -166,19 +164,15 @@ def estimate(
     level: int = 2,
     **options: Any,
 ) -> Estimate:
-    """The proven HR-2 bound (``level=1``: SHOR through the same machinery) on
-    ``max ||∇(cᵀf)||_1`` over the domain; ``solver`` a cvxpy SDP solver (default Clarabel)."""
+    """The proven HR-2 bound (``level=1``: SHOR/HR-1 through the same machinery) on
+    ``max ||∇(cᵀf)||_1`` over the domain, for one or two hidden layers; ``solver`` a cvxpy SDP
+    solver (default Clarabel)."""
     try:
         import cvxpy  # noqa: F401
     except ImportError:
         raise EstimatorUnavailable("HR-2 needs cvxpy: pip install 'lipopt[sdp]'") from None
     with stopwatch() as elapsed:
-        net = one_layer(problem(network, domain, norm, c), "HR-2", bounds)
-        relax = relaxation((net.weight, net.bias, net.w), net.box, net.z_bounds, level)
-        compiled = compile_relaxation(relax)
-        duals = solve_dual(compiled, solver, options)
-        value, extra = proven_bound(compiled, duals)
-    detail = {"solver": duals["solver"], "status": duals["status"], "value_solver": duals["value"],
-              "correction": extra, "moments": len(compiled.monomials),
-              "blocks": len(compiled.sides), "level": level}  # fmt: skip
-    return Estimate(NAME, value, KIND, elapsed[0], detail)
+        net = hidden_layers(problem(network, domain, norm, c), "HR-2", 2, bounds)
+        facts = solve_proven(layered_relaxation(net, level), solver, options)
+    value = facts.pop("value")
+    return Estimate(NAME, value, KIND, elapsed[0], {**facts, "level": level})

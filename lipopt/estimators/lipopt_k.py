@@ -1,21 +1,22 @@
 """LiPopt-k (Latorre, Rolland, Cevher, ICLR 2020) — not this package: an LP hierarchy bounding
 the gradient polynomial over a box (``../shared/semialgebraic.md`` §4).
 
-For one hidden layer the ℓ∞ constant is at most the maximum over the box of
+The ℓ∞ constant is at most the maximum over the box of the gradient polynomial
 
-    F(t, s) = Σ_ij A_ji w_j t_i s_j,   t ∈ [−1, 1]^d,  s ∈ [0, 1]^n
+    F(t, s) = tᵀ A₁ᵀ diag(s₁) ⋯ A_mᵀ diag(s_m) w,   t ∈ [−1, 1]^d,  s ∈ [0, 1]^N
 
-(``s`` relaxes ReLU's derivative; the *local* variant fixes ``s_j`` of neurons stable on the
-domain). With every variable mapped to ``g ∈ [0, 1]`` (``t = 2g − 1``, ``s = g``), LiPopt-k
-finds the least γ with
+(``s`` relaxes ReLU's derivatives; the *local* variant fixes the s of neurons stable on the
+domain; m = 1 or 2 hidden layers, F of degree m + 1). With every variable mapped to
+``g ∈ [0, 1]`` (``t = 2g − 1``, ``s = g``), LiPopt-k finds the least γ with
 
     γ − F = Σ λ_{α,β} Π g^α (1 − g)^β,   λ >= 0,
 
 over products of total degree <= k (Krivine/Handelman), the sparse version only over variables
-joined in the network graph (here: the pairs ``(t_i, s_j)`` with ``A_ji ≠ 0``, and single
-variables). Each product is >= 0 on the box, so γ >= max F. Solved with HiGHS; **proven**: with
-``λ`` clipped at 0 the identity's residual polynomial ``r`` is recomputed in numpy and
-``γ + Σ |r_m|`` is the value (every monomial of g lies in [0, 1] on the box).
+joined in the network graph (here: the variables along each path ``t_i → s₁_j → s₂_k`` of
+nonzero weights, and single variables). Each product is >= 0 on the box, so γ >= max F.
+Solved with HiGHS; **proven**: with ``λ`` clipped at 0 the identity's residual polynomial ``r``
+is recomputed in numpy and ``γ + Σ |r_m|`` is the value (every monomial of g lies in [0, 1]
+on the box).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, EstimatorFailed, FloatArray, Kind, problem, stopwatch
 from lipopt.estimators.moments import Poly, add, const, mul, scale, var
-from lipopt.estimators.semialgebraic import one_layer
+from lipopt.estimators.semialgebraic import Layered, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -67,22 +68,37 @@ def _products(groups: list[tuple[int, ...]], k: int) -> list[Poly]:
     return list(seen.values())
 
 
-def objective(weight: FloatArray, w: FloatArray, fixed: dict[int, float]) -> tuple[Poly, list]:
-    """``F`` in the g variables (t_i → index i, s_j → index d + j; a fixed s_j is its value),
-    and the groups of variables joined in the graph."""
-    n, d = weight.shape
-    poly: Poly = {}
-    groups: list[tuple[int, ...]] = [(i,) for i in range(d)]
-    for j in range(n):
-        s_j = const(fixed[j]) if j in fixed else var(d + j)
-        if j not in fixed:
-            groups.append((d + j,))
-        for i in np.flatnonzero(weight[j]):
-            t_i = add(scale(var(i), 2.0), const(-1.0))
-            poly = add(poly, scale(mul(t_i, s_j), float(weight[j, i] * w[j])))
-            if j not in fixed:
-                groups.append((int(i), d + j))
-    return poly, groups
+def _paths(weights: tuple[FloatArray, ...], w: FloatArray) -> list[tuple[tuple[int, ...], float]]:
+    """Every path ``(i, j₁, …, j_m)`` from an input through nonzero weights to the last hidden
+    layer, with its coefficient ``w_{j_m} Π A``: ``F = Σ_paths coeff · t_i s₁_{j₁} ⋯ s_m_{j_m}``."""
+    paths = [((i,), 1.0) for i in range(weights[0].shape[1])]
+    for weight in weights:
+        paths = [(path + (int(j),), coeff * float(weight[j, path[-1]]))
+                 for path, coeff in paths for j in np.flatnonzero(weight[:, path[-1]])]  # fmt: skip
+    return [(path, coeff * float(w[path[-1]])) for path, coeff in paths if w[path[-1]] != 0.0]
+
+
+def objective(net: Layered, fixed: list[dict[int, float]]) -> tuple[Poly, list]:
+    """``F`` in the g variables (t_i → index i, then each layer's s in order; a fixed s is its
+    value), and the groups of variables joined in the graph (one per path, and every single
+    variable)."""
+    d = net.weights[0].shape[1]
+    starts = np.cumsum([d] + [weight.shape[0] for weight in net.weights])
+    groups: set[tuple[int, ...]] = {(i,) for i in range(d)}
+    terms: list[Poly] = []
+    for path, coeff in _paths(net.weights, net.w):
+        term = add(scale(var(path[0]), 2.0), const(-1.0))
+        group = [path[0]]
+        for layer, j in enumerate(path[1:]):
+            if j in fixed[layer]:
+                term = scale(term, fixed[layer][j])
+            else:
+                term = mul(term, var(int(starts[layer]) + j))
+                group.append(int(starts[layer]) + j)
+                groups.add((group[-1],))
+        terms.append(scale(term, coeff))
+        groups.add(tuple(group))
+    return add(*terms), sorted(groups)
 
 
 def solve(poly: Poly, groups: list[tuple[int, ...]], k: int) -> tuple[float, float, int]:
@@ -113,6 +129,11 @@ def solve(poly: Poly, groups: list[tuple[int, ...]], k: int) -> tuple[float, flo
     return gamma + extra, extra, len(products)
 
 
+def _stable(lower: FloatArray, upper: FloatArray) -> dict[int, float]:
+    """The derivative of each neuron stable on the domain (1 if always active, 0 if never)."""
+    return {j: float(lower[j] > 0) for j in range(lower.size) if lower[j] > 0 or upper[j] < 0}
+
+
 def estimate_k(
     k: int,
     network: Network,
@@ -126,10 +147,9 @@ def estimate_k(
 ) -> Estimate:
     """The proven LiPopt-k bound on ``max ||∇(cᵀf)||_1`` (``local``: stable neurons fixed)."""
     with stopwatch() as elapsed:
-        net = one_layer(problem(network, domain, norm, c), f"LiPopt-{k}", bounds)
-        lo, hi = net.z_bounds
-        fixed = {j: float(lo[j] > 0) for j in range(lo.size) if local and (lo[j] > 0 or hi[j] < 0)}
-        poly, groups = objective(net.weight, net.w, fixed)
+        net = hidden_layers(problem(network, domain, norm, c), f"LiPopt-{k}", 2, bounds)
+        fixed = [_stable(lo, hi) if local else {} for lo, hi in net.z_bounds]
+        poly, groups = objective(net, fixed)
         value, extra, count = solve(poly, groups, k) if poly else (0.0, 0.0, 0)
     detail = {"k": k, "local": local, "products": count, "correction": extra,
               "method": f"LiPopt-{k} (Latorre et al. 2020)"}  # fmt: skip

@@ -63,9 +63,15 @@ def mul(first: Poly, second: Poly) -> Poly:
 @dataclass
 class Relaxation:
     """A moment relaxation under construction: blocks ``(basis, localizer)``, scalar
-    equalities and inequalities, the objective, and each variable's bound ``|v_i| <= bound``."""
+    equalities and inequalities, the objective, and each variable's bound ``|v_i| <= bound``.
+
+    Variables in ``binary`` take only the values 0 and 1 on the feasible set (``u² = u``): the
+    compiled relaxation reduces every power of them to the first (``L(u² q) = L(u q)``), which
+    every feasible point's moments obey, and so drops directions where the SDP would be
+    degenerate."""
 
     bounds: Sequence[float]
+    binary: frozenset[int] = frozenset()
     objective: Poly = field(default_factory=dict)
     blocks: list[tuple[list[Poly], Poly]] = field(default_factory=list)
     equalities: list[Poly] = field(default_factory=list)
@@ -91,6 +97,14 @@ class Compiled:
     bounds: FloatArray  # B_α
 
 
+def _reduced(mono: Monomial, binary: frozenset[int]) -> Monomial:
+    """The monomial with every power of a binary variable reduced to the first."""
+    if not binary:
+        return mono
+    kept = [v for v in mono if v not in binary]
+    return tuple(sorted(kept + sorted({v for v in mono if v in binary})))
+
+
 def compile_relaxation(relax: Relaxation) -> Compiled:
     """Index every monomial that appears and build the sparse maps from ``y``."""
     from scipy import sparse
@@ -98,14 +112,18 @@ def compile_relaxation(relax: Relaxation) -> Compiled:
     index: dict[Monomial, int] = {(): 0}
 
     def row(poly: Poly) -> dict[int, float]:
-        return {index.setdefault(m, len(index)): c for m, c in poly.items()}
+        out: dict[int, float] = {}
+        for m, c in poly.items():
+            k = index.setdefault(_reduced(m, relax.binary), len(index))
+            out[k] = out.get(k, 0.0) + c
+        return {k: c for k, c in out.items() if c != 0.0}
 
     block_rows = []
     for basis, localizer in relax.blocks:
         entries = [row(mul(localizer, mul(bp, bq))) for bp in basis for bq in basis]
         block_rows.append(entries)
-    eq_rows = [row(p) for p in relax.equalities]
-    ineq_rows = [row(p) for p in relax.inequalities]
+    eq_rows = [entry for entry in (row(p) for p in relax.equalities) if entry]
+    ineq_rows = [entry for entry in (row(p) for p in relax.inequalities) if entry]
     objective_row = row(relax.objective)
     size = len(index)
 

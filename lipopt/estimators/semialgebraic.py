@@ -38,9 +38,25 @@ from lipopt.norms import InputNorm
 
 
 @dataclass(frozen=True)
+class Layered:
+    """What the relaxations need of ``cᵀ f``: ``f(x) = w·ReLU(A_m ⋯ ReLU(A_1 x + b_1) ⋯ + b_m)
+    + const`` over the box, with sound pre-activation bounds per hidden layer."""
+
+    weights: tuple[FloatArray, ...]
+    biases: tuple[FloatArray, ...]
+    w: FloatArray
+    box: tuple[FloatArray, FloatArray]
+    z_bounds: tuple[tuple[FloatArray, FloatArray], ...]
+
+    @property
+    def depth(self) -> int:
+        """The number of hidden layers."""
+        return len(self.weights)
+
+
+@dataclass(frozen=True)
 class OneLayer:
-    """What the relaxations need of ``cᵀ f``: ``f(x) = w·ReLU(A x + b) + const`` over the box,
-    with sound pre-activation bounds ``z_bounds``."""
+    """:class:`Layered` for one hidden layer: ``f(x) = w·ReLU(A x + b) + const``."""
 
     weight: FloatArray
     bias: FloatArray
@@ -49,25 +65,35 @@ class OneLayer:
     z_bounds: tuple[FloatArray, FloatArray]
 
 
-def one_layer(prob: Problem, method: str, bounds: str = "linear") -> OneLayer:
-    """The request as :class:`OneLayer`, or the one-line reason why ``method`` cannot take it
-    (more than one hidden layer, an input norm other than ℓ∞, a domain other than a box or an
-    ℓ∞ ball)."""
+def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear") -> Layered:
+    """The request as :class:`Layered`, or the one-line reason why ``method`` cannot take it
+    (more than ``most`` hidden layers, an input norm other than ℓ∞, a domain other than a box
+    or an ℓ∞ ball)."""
     network, domain = prob.network, prob.domain
-    if len(network.affine_layers) != 2:
+    depth = len(network.affine_layers) - 1
+    if depth > most:
+        built = "one hidden layer" if most == 1 else f"up to {most} hidden layers"
         raise EstimatorOutOfScope(
-            f"{method} is built for one hidden layer; this network has "
-            f"{len(network.affine_layers) - 1} (deeper networks are not built yet)"
+            f"{method} is built for {built}; this network has {depth} "
+            "(deeper networks are not built yet)"
         )
     if prob.norm is not InputNorm.LINF:
         raise EstimatorOutOfScope(f"{method} is built for the linf input norm")
     if not isinstance(domain, (Box, LinfBall)):
         raise EstimatorOutOfScope(f"{method} needs a box or an linf ball")
     box: Any = domain.as_box() if isinstance(domain, LinfBall) else domain
-    first, last = network.affine_layers
+    *hidden, last = network.affine_layers
     found = propagate(network, domain, prob.c, method=bounds)
-    return OneLayer(first.weight, first.bias, prob.c @ last.weight, (box.lower, box.upper),
-                    (found.pre_lower[0], found.pre_upper[0]))  # fmt: skip
+    return Layered(
+        tuple(a.weight for a in hidden), tuple(a.bias for a in hidden), prob.c @ last.weight,
+        (box.lower, box.upper), tuple(zip(found.pre_lower, found.pre_upper)),
+    )  # fmt: skip
+
+
+def one_layer(prob: Problem, method: str, bounds: str = "linear") -> OneLayer:
+    """The request as :class:`OneLayer`, or the one-line reason why ``method`` cannot take it."""
+    net = hidden_layers(prob, method, 1, bounds)
+    return OneLayer(net.weights[0], net.biases[0], net.w, net.box, net.z_bounds[0])
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,13 @@ re-checked in numpy: with ``λ`` clipped to ``>= 0``, ``M`` rebuilt and its leas
 a floating-point margin for the eigenvalue. That bound is the value; ``detail`` gives the
 solver's γ, ``λ_min`` and the correction.
 
-Scope: one hidden layer (two need the lifted cubic blocks of the seed's appendix: refused for
-now), the ℓ∞ input norm, boxes and ℓ∞ balls, a scalar ``cᵀ f``. Cost: an SDP with one PSD block
-of side ``1 + 2d + n``. Needs cvxpy (``pip install 'lipopt[sdp]'``: Clarabel, or SCS via
-``solver="SCS"``).
+Two hidden layers: the cubic objective needs the lifted blocks of the seed's appendix; that
+relaxation (HR-1, :mod:`lipopt.estimators.two_layers`) is built in the moment form and proven by
+:func:`~lipopt.estimators.moments.proven_bound`; ``detail["relaxation"]`` says ``HR-1``.
+
+Scope: one or two hidden layers (deeper ones are refused), the ℓ∞ input norm, boxes and ℓ∞
+balls, a scalar ``cᵀ f``. Cost (one layer): an SDP with one PSD block of side ``1 + 2d + n``.
+Needs cvxpy (``pip install 'lipopt[sdp]'``: Clarabel, or SCS via ``solver="SCS"``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from lipopt.estimators.base import (
     solve_sdp,
     stopwatch,
 )
-from lipopt.estimators.semialgebraic import Lifted, lift, one_layer
+from lipopt.estimators.hr2 import layered_relaxation, solve_proven
+from lipopt.estimators.semialgebraic import Layered, Lifted, hidden_layers, lift
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -133,13 +137,22 @@ def estimate(
     """
     cp = _cvxpy()
     with stopwatch() as elapsed:
-        net = one_layer(problem(network, domain, norm, c), "SHOR", bounds)
-        lifted = lift(net.weight, net.bias, net.w, net.box, net.z_bounds)
-        facts = _solve(cp, lifted, solver, options)
-        value, least = certified_bound(lifted, facts["gamma"], facts["lam"], facts["mu"])
-    detail = {
+        net = hidden_layers(problem(network, domain, norm, c), "SHOR", 2, bounds)
+        if net.depth == 2:
+            facts = solve_proven(layered_relaxation(net, 1), solver, options)
+            value, detail = facts.pop("value"), {**facts, "relaxation": "HR-1"}
+        else:
+            value, detail = _one_layer(cp, net, solver, options)
+    return Estimate(NAME, value, KIND, elapsed[0], detail)
+
+
+def _one_layer(cp: Any, net: Layered, solver: str | None, options: dict) -> tuple[float, dict]:
+    """SHOR of one hidden layer as quadratic forms, with its eigenvalue proof."""
+    lifted = lift(net.weights[0], net.biases[0], net.w, net.box, net.z_bounds[0])
+    facts = _solve(cp, lifted, solver, options)
+    value, least = certified_bound(lifted, facts["gamma"], facts["lam"], facts["mu"])
+    return value, {
         "solver": facts["solver"], "status": facts["status"], "gamma_solver": facts["gamma"],
         "least_eigenvalue": least, "correction": value - facts["gamma"],
         "trace_bound": lifted.trace_bound, "block_side": lifted.size,
     }  # fmt: skip
-    return Estimate(NAME, value, KIND, elapsed[0], detail)

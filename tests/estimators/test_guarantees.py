@@ -22,7 +22,7 @@ CASES = [
     ([3, 8, 8, 2], LinfBall([0.5, 0.5, 0.5], 0.3)),
     ([4, 12, 6, 3], L1Ball([0.1, 0.2, 0.3, 0.4], 0.8)),
     ([3, 6, 6, 6, 2], LinfBall([0.1, 0.2, 0.3], 0.4)),
-    ([3, 8, 2], Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])),  # one hidden layer: shor runs too
+    ([3, 8, 2], Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])),  # one hidden layer
 ]
 NORMS = ["linf", "l1"]
 
@@ -47,7 +47,7 @@ def test_estimators_bracket_the_exact_value(widths, domain, norm):
             if os.environ.get("CI"):
                 pytest.fail(f"CI installs every extra, yet: {exc}")
             continue
-        except EstimatorOutOfScope:  # e.g. shor beyond one hidden layer: not a number at all
+        except EstimatorOutOfScope:  # e.g. shor beyond two hidden layers: not a number at all
             continue
         assert est.name == name
         assert est.seconds >= 0

@@ -71,7 +71,7 @@ def test_all_stable_network(norm):
     for name in ESTIMATORS:
         try:
             est = ESTIMATORS[name](net, domain, norm, C)
-        except (EstimatorUnavailable, EstimatorOutOfScope):  # shor/hr2: one hidden layer only
+        except (EstimatorUnavailable, EstimatorOutOfScope):  # shor/hr2/lipopt-k: <= 2 hidden layers
             continue
         if name in EXACT_ON_AFFINE:
             assert est.value == pytest.approx(exact, rel=1e-6), name

@@ -53,6 +53,6 @@ def test_one_neuron_gives_c_times_its_l1_norm():
 
 
 def test_deeper_networks_are_out_of_scope():
-    net = random_network(np.random.default_rng(1), [2, 4, 4, 1])
-    with pytest.raises(EstimatorOutOfScope, match="LiPopt-3 is built for one hidden layer"):
+    net = random_network(np.random.default_rng(1), [2, 4, 4, 4, 1])
+    with pytest.raises(EstimatorOutOfScope, match="LiPopt-3 is built for up to 2 hidden layers"):
         lipopt_k.estimate3(net, Box(-np.ones(2), np.ones(2)))

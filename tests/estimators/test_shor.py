@@ -98,7 +98,7 @@ def test_every_neuron_stable_gives_the_exact_value():
 @pytest.mark.parametrize(
     "widths, domain, norm, phrase",
     [
-        ([2, 4, 4, 1], Box(-np.ones(2), np.ones(2)), "linf", "one hidden layer"),
+        ([2, 4, 4, 4, 1], Box(-np.ones(2), np.ones(2)), "linf", "up to 2 hidden layers"),
         ([2, 4, 1], Box(-np.ones(2), np.ones(2)), "l1", "linf input norm"),
         ([2, 4, 1], L1Ball(np.zeros(2), 1.0), "linf", "box or an linf ball"),
     ],
@@ -150,8 +150,8 @@ def test_hr2_one_neuron_and_stable_closed_forms():
 
 
 def test_hr2_outside_its_scope_says_why():
-    net = random_network(np.random.default_rng(1), [2, 4, 4, 1])
-    with pytest.raises(EstimatorOutOfScope, match="one hidden layer"):
+    net = random_network(np.random.default_rng(1), [2, 4, 4, 4, 1])
+    with pytest.raises(EstimatorOutOfScope, match="up to 2 hidden layers; this network has 3"):
         hr2.estimate(net, Box(-np.ones(2), np.ones(2)))
 
 

@@ -1,0 +1,93 @@
+"""The pieces both moment relaxations (HR-1/SHOR and HR-2, one or two hidden layers) are made
+of, in normalised variables (``../shared/semialgebraic.md`` §1–3).
+
+Every variable lives in [−1, 1] (inputs ``ξ``, hidden outputs ``η``, the pre-activations'
+stand-ins ``ω``, the dual variable ``t``) or [0, 1] (ReLU's derivative ``u``), so every
+monomial's bound in the proof of :func:`~lipopt.estimators.moments.proven_bound` is 1. An
+affine quantity such as the pre-activation ``z_j`` is a polynomial of degree 1 in them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lipopt.estimators.base import FloatArray
+from lipopt.estimators.moments import Poly, Relaxation, add, const, mul, scale
+
+ONE = const(1.0)
+
+
+def between(p: Poly, low: float, high: float) -> Poly:
+    """``−(p − low)(p − high)``: non-negative exactly when ``low <= p <= high``."""
+    return scale(mul(add(p, const(-low)), add(p, const(-high))), -1.0)
+
+
+def affine(weight_row: FloatArray, bias: float, inputs: Sequence[Poly]) -> Poly:
+    """``bias + Σ_i weight_row[i] · inputs[i]`` (zero weights left out)."""
+    terms = [scale(p, float(a)) for a, p in zip(weight_row, inputs) if a != 0.0]
+    return add(const(float(bias)), *terms)
+
+
+def neuron_constraints(relax: Relaxation, u: Poly, z: Poly, z_range: tuple[float, float]) -> None:
+    """ReLU's derivative ``u`` of the pre-activation ``z`` with sound bounds ``[l, h]``, as
+    scalar moment constraints: ``u² − u = 0``, ``(u − ½) z >= 0``, ``l <= z <= h`` (linear and
+    as the product ``−(z − l)(z − h) >= 0``) and ``u`` fixed where the neuron is stable
+    (``−(u − 1[l > 0])(u − 1[h > 0]) >= 0``)."""
+    low, high = z_range
+    relax.equalities.append(add(mul(u, u), scale(u, -1.0)))
+    relax.inequalities += [
+        mul(add(u, const(-0.5)), z), add(z, const(-low)), add(const(high), scale(z, -1.0)),
+        between(z, low, high), between(u, float(low > 0), float(high > 0)),
+    ]  # fmt: skip
+
+
+def stand_in(z_range: tuple[float, float], omega: Poly) -> Poly:
+    """``w = mid + rad·ω``: the variable ``ω ∈ [−1, 1]`` standing for a pre-activation with
+    bounds ``[l, h]``."""
+    low, high = z_range
+    return add(const((low + high) / 2), scale(omega, (high - low) / 2))
+
+
+def tie(relax: Relaxation, w: Poly, z: Poly, against: Sequence[Poly]) -> None:
+    """``L((w − z)·q) = 0`` for ``q`` in ``against``: the stand-in's moments of degree <= 2
+    equal those of the polynomial it stands for."""
+    gap = add(w, scale(z, -1.0))
+    relax.equalities += [mul(gap, q) for q in against]
+
+
+def order_two_block(relax: Relaxation, a: Poly, b: Poly) -> list[Poly]:
+    """The order-2 moment block on the pair ``(a, b)`` (basis ``1, a, b, a², ab, b²``); the
+    order-1 basis ``(1, a, b)`` for its localizing blocks."""
+    relax.blocks.append(([ONE, a, b, mul(a, a), mul(a, b), mul(b, b)], ONE))
+    return [ONE, a, b]
+
+
+def input_blocks(relax: Relaxation, xi: Poly, t: Poly) -> None:
+    """HR-2's blocks on an input and its dual variable: the order-2 moment block and the
+    localizing blocks of ``ξ ∈ [−1, 1]`` and ``t ∈ [−1, 1]``."""
+    basis = order_two_block(relax, xi, t)
+    relax.blocks.append((basis, between(xi, -1, 1)))
+    relax.blocks.append((basis, between(t, -1, 1)))
+
+
+def neuron_blocks(relax: Relaxation, u: Poly, omega: Poly, w: Poly, z_range: tuple) -> None:
+    """HR-2's blocks on a neuron's ``(u, ω)``: the order-2 moment block, the localizing
+    equality of ``u² − u = 0`` and the localizing blocks of ``(u − ½) w``, the fixed ``u`` of a
+    stable neuron and ``ω ∈ [−1, 1]``."""
+    low, high = z_range
+    basis = order_two_block(relax, u, omega)
+    relax.localizing_equality(basis, add(mul(u, u), scale(u, -1.0)))
+    for g in (mul(add(u, const(-0.5)), w), between(u, float(low > 0), float(high > 0)),
+              between(omega, -1, 1)):  # fmt: skip
+        relax.blocks.append((basis, g))
+
+
+def output_blocks(relax: Relaxation, eta: Poly, omega: Poly, x: Poly, w: Poly) -> None:
+    """HR-2's blocks on a hidden output ``x = ReLU(z)`` (normalised ``η``) and its
+    pre-activation's stand-in ``w`` (normalised ``ω``): the order-2 moment block, the
+    localizing equality of ``x (x − w) = 0`` and the localizing blocks of ``x >= 0``,
+    ``x − w >= 0``, ``η ∈ [−1, 1]`` and ``ω ∈ [−1, 1]``."""
+    basis = order_two_block(relax, eta, omega)
+    relax.localizing_equality(basis, mul(x, add(x, scale(w, -1.0))))
+    for g in (x, add(x, scale(w, -1.0)), between(eta, -1, 1), between(omega, -1, 1)):
+        relax.blocks.append((basis, g))
