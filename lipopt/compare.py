@@ -88,7 +88,7 @@ def compare(
         options: per-method keyword options, e.g. ``{"lipmip": {"time_limit": 60}}``.
     """
     names = parse_methods(methods)
-    problem(network, domain, norm, c)  # fail early, once, on a bad request
+    problem(network, domain, norm, c, norms=tuple(InputNorm))  # fail early on a bad request
     say = progress or (lambda _message: None)
     extra = options or {}
     unknown = sorted(set(extra) - set(estimators.ESTIMATORS))

@@ -102,7 +102,7 @@ def configure(
     in the order users have always seen the messages in. ``objective`` is ``(c, output_norm)``;
     ``levers`` the keyword options (every key of :class:`SolveConfig`). The query's network is
     ``network`` with badly scaled neurons balanced (:func:`lipopt.balance.balanced`)."""
-    input_norm = InputNorm.parse(norm)
+    input_norm = InputNorm.polyhedral(norm)
     mode = levers["mode"]
     mode = Mode(mode) if not isinstance(mode, Mode) else mode
     _check_limits(levers)

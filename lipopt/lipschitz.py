@@ -55,7 +55,7 @@ def build_model(
     seed = resolve_seed(network, c, output_norm)
     current = policy.Policy.current()
     network = balanced(network, current.balance_ratio)  # as lipschitz() does
-    query = Query(network, domain, InputNorm.parse(norm), seed)
+    query = Query(network, domain, InputNorm.polyhedral(norm), seed)
     mode = Mode.LP if relax else Mode.EXACT
     form = resolve_formulation(formulation, query, mode, current.auto_race_norms)
     input_norm = query.norm

@@ -18,13 +18,18 @@ examples:
   lipopt compare net.onnx --center x.npy --radius 0.1 --methods fastlip,liplp,lipmip --json
   # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
   lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
+  # the polynomial-optimization bounds (Chen et al. 2020) beside the exact value
+  lipopt compare net.onnx --center x.npy --radius 0.1 --methods shor,hr2,lipopt3,lipmip
+  # the l2 input norm: proven SHOR/HR-2 bounds and sampled lower bounds (no exact value yet)
+  lipopt compare net.onnx --box 0,1 --c 1,-1 --norm l2 --methods random,attack,shor,hr2
 
 methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipopt3,
 lipopt4 (LiPopt-k of Latorre et al. 2020, not this package), lipmip.
 guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
 guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
 value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]';
-shor, hr2 and lipopt3/4 beyond one hidden layer) is listed with the reason. See
+shor, hr2 and lipopt3/4 beyond two hidden layers; a method not built for --norm l2) is listed
+with the reason. See
 docs/estimators.md for what each method computes.
 """
 
@@ -44,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The problem (weighting c, no output norm), the methods and output."""
-    _add_problem_arguments(parser, output_norm=False)
+    _add_problem_arguments(parser, output_norm=False, l2=True)
     run = parser.add_argument_group("methods")
     run.add_argument(
         "--methods",

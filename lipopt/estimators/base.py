@@ -23,9 +23,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lipopt.domain import Domain
-from lipopt.heuristics.target import Problem, as_rng, problem
+from lipopt.heuristics import target
+from lipopt.heuristics.target import Problem, as_rng
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import POLYHEDRAL, InputNorm
 
 __all__ = ["Problem", "as_rng", "problem"]  # re-exported: the estimators' shared request
 
@@ -101,6 +102,22 @@ class Estimator(Protocol):
 #: Clarabel's tolerances for the moment relaxations (its defaults are 1e-8; the HR-2 blocks
 #: left dual values up to 2e-5 above SHOR's at those, and the proof's correction grew alike)
 CLARABEL_TOLERANCES = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+
+
+def problem(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str,
+    c: ArrayLike | None,
+    *,
+    norms: tuple[InputNorm, ...] = POLYHEDRAL,
+) -> Problem:
+    """The checked request (:func:`lipopt.heuristics.target.problem`); an estimator that does
+    not take the input norm (not in ``norms``: by default ℓ2 is not) is out of scope."""
+    prob = target.problem(network, domain, norm, c)
+    if prob.norm not in norms:
+        raise EstimatorOutOfScope(f"not built for the {prob.norm.value} input norm yet")
+    return prob
 
 
 def solve_sdp(

@@ -113,7 +113,7 @@ def estimate(
         raise ValueError("clever needs at least 2 batches of at least 1 point")
     rng = as_rng(seed)
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))  # sampled: any norm
         maxima = np.array(
             [prob.dual_norms(domain.sample(batch_size, rng)).max() for _ in range(batches)]
         )

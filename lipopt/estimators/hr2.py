@@ -58,8 +58,9 @@ from lipopt.estimators.relaxation_parts import (
     neuron_constraints,
     stand_in,
     tie,
+    unit_ball,
 )  # fmt: skip
-from lipopt.estimators.semialgebraic import Layered, hidden_layers
+from lipopt.estimators.semialgebraic import ALL_NORMS, Layered, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -117,7 +118,9 @@ def _second_order(relax: Relaxation, at: _Layout, zb: tuple, zs: list[Poly]) -> 
         neuron_blocks(relax, u, omega, w, bounds)
 
 
-def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relaxation:
+def relaxation(
+    net: tuple, box: tuple, z_bounds: tuple, level: int = 2, norm: InputNorm = InputNorm.LINF
+) -> Relaxation:
     """SHOR (``level=1``) or HR-2 (``level=2``) of ``cᵀ ReLU(A x + b)`` over the box, in
     normalised variables (``x = m + ρ ξ``, ``w = z_mid + z_rad ω``, every variable in
     [−1, 1]): the same relaxation (moment relaxations are invariant under affine changes of
@@ -130,6 +133,8 @@ def relaxation(net: tuple, box: tuple, z_bounds: tuple, level: int = 2) -> Relax
     relax = Relaxation(bounds=[1.0] * (2 * d + 2 * n))
     at = _Layout(d, n)
     zs = _shor_part(relax, at, (weight, weight * radius, weight @ mid + bias, c), z_bounds)
+    if norm is InputNorm.L2:
+        relax.inequalities.append(unit_ball([at.t(i) for i in range(d)]))
     if level >= 2:
         _second_order(relax, at, z_bounds, zs)
     return relax
@@ -139,7 +144,7 @@ def layered_relaxation(net: Layered, level: int) -> Relaxation:
     """The relaxation of the right depth: one hidden layer, or two (:mod:`two_layers`)."""
     if net.depth == 1:
         one = ((net.weights[0], net.biases[0], net.w), net.box, net.z_bounds[0])
-        return relaxation(*one, level=level)
+        return relaxation(*one, level=level, norm=net.norm)
     return two_layers.relaxation(net, level)
 
 
@@ -172,7 +177,7 @@ def estimate(
     except ImportError:
         raise EstimatorUnavailable("HR-2 needs cvxpy: pip install 'lipopt[sdp]'") from None
     with stopwatch() as elapsed:
-        net = hidden_layers(problem(network, domain, norm, c), "HR-2", 2, bounds)
+        net = hidden_layers(problem(network, domain, norm, c, norms=ALL_NORMS), "HR-2", 2, bounds)
         facts = solve_proven(layered_relaxation(net, level), solver, options)
     value = facts.pop("value")
     return Estimate(NAME, value, KIND, elapsed[0], {**facts, "level": level})

@@ -46,7 +46,7 @@ def estimate(
         raise ValueError(f"samples must be positive, got {samples}")
     rng = as_rng(seed)
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))  # sampled: any norm
         best, best_x = -np.inf, None
         remaining = samples
         while remaining > 0:

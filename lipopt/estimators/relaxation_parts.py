@@ -22,6 +22,11 @@ def between(p: Poly, low: float, high: float) -> Poly:
     return scale(mul(add(p, const(-low)), add(p, const(-high))), -1.0)
 
 
+def unit_ball(ts: Sequence[Poly]) -> Poly:
+    """``1 − Σ_i t_i²``: non-negative exactly in the ℓ2 unit ball (the ℓ2 input norm's dual)."""
+    return add(ONE, *[scale(mul(t, t), -1.0) for t in ts])
+
+
 def affine(weight_row: FloatArray, bias: float, inputs: Sequence[Poly]) -> Poly:
     """``bias + Σ_i weight_row[i] · inputs[i]`` (zero weights left out)."""
     terms = [scale(p, float(a)) for a, p in zip(weight_row, inputs) if a != 0.0]

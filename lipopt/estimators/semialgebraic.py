@@ -14,13 +14,14 @@ inequalities ``vᵀ G_k v >= 0`` and the equalities ``vᵀ H_k v = 0``:
 
 - the box: ``−(x_i − l_i)(x_i − h_i) >= 0``;
 - the derivative: ``(u_j − ½)(A_j x + b_j) >= 0`` and ``u_j² − u_j = 0``;
-- the dual ball: ``1 − t_i² >= 0``;
+- the dual ball: ``1 − t_i² >= 0`` (ℓ∞ input norm), and also ``1 − Σ_i t_i² >= 0`` (ℓ2);
 - redundant, valid bounds that make the relaxation local: ``z_j − l_z >= 0``, ``h_z − z_j >= 0``
   and ``−(z_j − l_z)(z_j − h_z) >= 0`` for ``z = A x + b`` with sound bounds ``[l_z, h_z]``, and
   ``−(u_j − l_u)(u_j − h_u) >= 0`` with ``l_u = 1[l_z > 0]``, ``h_u = 1[h_z > 0]`` (stable
   neurons' derivative fixed).
 
 Every feasible point's ``v`` satisfies all of them, and ``|v|² <= 1 + Σ max(l_i², h_i²) + n + d``
+(``+ 1`` instead of ``+ d`` for ℓ2)
 (:attr:`Lifted.trace_bound`), which bounds what an inexact certificate may miss.
 """
 
@@ -36,6 +37,13 @@ from lipopt.domain import Box, LinfBall
 from lipopt.estimators.base import EstimatorOutOfScope, FloatArray, Problem
 from lipopt.norms import InputNorm
 
+#: every input norm (what the relaxations let through to their own check)
+ALL_NORMS = tuple(InputNorm)
+#: the input norms SHOR and HR-2 take: ℓ∞ (t in the box) and ℓ2 (t in the unit ball)
+SDP_NORMS = (InputNorm.LINF, InputNorm.L2)
+#: LiPopt-k's: its certificate is over a box of t
+LINF_ONLY = (InputNorm.LINF,)
+
 
 @dataclass(frozen=True)
 class Layered:
@@ -47,6 +55,7 @@ class Layered:
     w: FloatArray
     box: tuple[FloatArray, FloatArray]
     z_bounds: tuple[tuple[FloatArray, FloatArray], ...]
+    norm: InputNorm = InputNorm.LINF
 
     @property
     def depth(self) -> int:
@@ -54,21 +63,16 @@ class Layered:
         return len(self.weights)
 
 
-@dataclass(frozen=True)
-class OneLayer:
-    """:class:`Layered` for one hidden layer: ``f(x) = w·ReLU(A x + b) + const``."""
-
-    weight: FloatArray
-    bias: FloatArray
-    w: FloatArray
-    box: tuple[FloatArray, FloatArray]
-    z_bounds: tuple[FloatArray, FloatArray]
-
-
-def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear") -> Layered:
+def hidden_layers(
+    prob: Problem,
+    method: str,
+    most: int,
+    bounds: str = "linear",
+    norms: tuple[InputNorm, ...] = SDP_NORMS,
+) -> Layered:
     """The request as :class:`Layered`, or the one-line reason why ``method`` cannot take it
-    (more than ``most`` hidden layers, an input norm other than ℓ∞, a domain other than a box
-    or an ℓ∞ ball)."""
+    (more than ``most`` hidden layers, an input norm not in ``norms``, a domain other than a
+    box or an ℓ∞ ball)."""
     network, domain = prob.network, prob.domain
     depth = len(network.affine_layers) - 1
     if depth > most:
@@ -77,8 +81,11 @@ def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear")
             f"{method} is built for {built}; this network has {depth} "
             "(deeper networks are not built yet)"
         )
-    if prob.norm is not InputNorm.LINF:
-        raise EstimatorOutOfScope(f"{method} is built for the linf input norm")
+    if prob.norm not in norms:
+        names = " and ".join(n.value for n in norms)
+        raise EstimatorOutOfScope(
+            f"{method} is built for the {names} input norm{'s' * (len(norms) > 1)}"
+        )
     if not isinstance(domain, (Box, LinfBall)):
         raise EstimatorOutOfScope(f"{method} needs a box or an linf ball")
     box: Any = domain.as_box() if isinstance(domain, LinfBall) else domain
@@ -86,14 +93,8 @@ def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear")
     found = propagate(network, domain, prob.c, method=bounds)
     return Layered(
         tuple(a.weight for a in hidden), tuple(a.bias for a in hidden), prob.c @ last.weight,
-        (box.lower, box.upper), tuple(zip(found.pre_lower, found.pre_upper)),
+        (box.lower, box.upper), tuple(zip(found.pre_lower, found.pre_upper)), prob.norm,
     )  # fmt: skip
-
-
-def one_layer(prob: Problem, method: str, bounds: str = "linear") -> OneLayer:
-    """The request as :class:`OneLayer`, or the one-line reason why ``method`` cannot take it."""
-    net = hidden_layers(prob, method, 1, bounds)
-    return OneLayer(net.weights[0], net.biases[0], net.w, net.box, net.z_bounds[0])
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,10 @@ def lift(
     c: FloatArray,
     box: tuple[FloatArray, FloatArray],
     z_bounds: tuple[FloatArray, FloatArray],
+    norm: InputNorm = InputNorm.LINF,
 ) -> Lifted:
-    """LCEP of ``cᵀ ReLU(weight x + bias)`` over the box, with sound pre-activation bounds."""
+    """LCEP of ``cᵀ ReLU(weight x + bias)`` over the box, with sound pre-activation bounds;
+    ``t`` in the box (ℓ∞ input norm) or also in the unit ball ``1 − Σ t_i² >= 0`` (ℓ2)."""
     n, d = weight.shape
     size = 1 + 2 * d + n
     lower, upper = box
@@ -186,7 +189,12 @@ def lift(
         ineq.append(-_product(z_j - z_lower[j] * _e0(size), z_j - z_upper[j] * _e0(size)))
         l_u, h_u = float(z_lower[j] > 0), float(z_upper[j] > 0)
         ineq.append(-_product(u_j - l_u * _e0(size), u_j - h_u * _e0(size)))
-    trace = 1.0 + float(np.sum(np.maximum(lower**2, upper**2))) + n + d
+    if norm is InputNorm.L2:
+        t_all = np.zeros(size)
+        t_all[t_idx] = 1.0
+        ineq.append(_form(size, {}, 1.0) - np.diag(t_all))
+    t_size = 1.0 if norm is InputNorm.L2 else d  # |t|² <= 1 in the unit ball, <= d in the box
+    trace = 1.0 + float(np.sum(np.maximum(lower**2, upper**2))) + n + t_size
     return Lifted(d, n, objective, tuple(ineq), tuple(eq), trace)
 
 

@@ -44,7 +44,7 @@ from lipopt.estimators.base import (
     stopwatch,
 )
 from lipopt.estimators.hr2 import layered_relaxation, solve_proven
-from lipopt.estimators.semialgebraic import Layered, Lifted, hidden_layers, lift
+from lipopt.estimators.semialgebraic import ALL_NORMS, Layered, Lifted, hidden_layers, lift
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -137,7 +137,7 @@ def estimate(
     """
     cp = _cvxpy()
     with stopwatch() as elapsed:
-        net = hidden_layers(problem(network, domain, norm, c), "SHOR", 2, bounds)
+        net = hidden_layers(problem(network, domain, norm, c, norms=ALL_NORMS), "SHOR", 2, bounds)
         if net.depth == 2:
             facts = solve_proven(layered_relaxation(net, 1), solver, options)
             value, detail = facts.pop("value"), {**facts, "relaxation": "HR-1"}
@@ -148,7 +148,7 @@ def estimate(
 
 def _one_layer(cp: Any, net: Layered, solver: str | None, options: dict) -> tuple[float, dict]:
     """SHOR of one hidden layer as quadratic forms, with its eigenvalue proof."""
-    lifted = lift(net.weights[0], net.biases[0], net.w, net.box, net.z_bounds[0])
+    lifted = lift(net.weights[0], net.biases[0], net.w, net.box, net.z_bounds[0], net.norm)
     facts = _solve(cp, lifted, solver, options)
     value, least = certified_bound(lifted, facts["gamma"], facts["lam"], facts["mu"])
     return value, {

@@ -39,8 +39,10 @@ from lipopt.estimators.relaxation_parts import (
     output_blocks,
     stand_in,
     tie,
+    unit_ball,
 )  # fmt: skip
 from lipopt.estimators.semialgebraic import Layered
+from lipopt.norms import InputNorm
 
 
 class Layout:
@@ -139,6 +141,8 @@ def _first_order(relax: Relaxation, net: Layered, at: Layout, maps: Affines) -> 
     relax.blocks.append(([ONE, *xi, *u1, *etas, *u2, *t], ONE))
     relax.objective, carried = _objective(net, at, maps)
     relax.inequalities += [between(p, -1, 1) for p in [*xi, *t, *etas]]
+    if net.norm is InputNorm.L2:
+        relax.inequalities.append(unit_ball(t))
     for j in maps.unstable1:
         z, x = maps.z1[j], maps.x1[j]
         neuron_constraints(relax, maps.u1[j], z, _range(net, 0, j))

@@ -111,7 +111,7 @@ def build(
     ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``, and
     takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`).
     """
-    input_norm = InputNorm.parse(norm)
+    input_norm = InputNorm.polyhedral(norm)
     relax, decompose, tangent = spec.relax, spec.decompose, spec.tangent
     form = Formulation.parse(spec.formulation)
     if form is Formulation.FORWARD and isinstance(seed, OutputNorm):

@@ -99,7 +99,7 @@ def test_every_neuron_stable_gives_the_exact_value():
     "widths, domain, norm, phrase",
     [
         ([2, 4, 4, 4, 1], Box(-np.ones(2), np.ones(2)), "linf", "up to 2 hidden layers"),
-        ([2, 4, 1], Box(-np.ones(2), np.ones(2)), "l1", "linf input norm"),
+        ([2, 4, 1], Box(-np.ones(2), np.ones(2)), "l1", "linf and l2 input norms"),
         ([2, 4, 1], L1Ball(np.zeros(2), 1.0), "linf", "box or an linf ball"),
     ],
 )
