@@ -53,6 +53,7 @@ from lipopt.estimators.relaxation_parts import (
     ONE,
     affine,
     between,
+    derivative,
     input_blocks,
     neuron_blocks,
     neuron_constraints,
@@ -69,16 +70,20 @@ KIND = Kind.UPPER
 
 
 class _Layout:
-    """Variable indices: x, then u, then t, then w."""
+    """Variable indices: x, then u, then t, then w. A stable neuron's derivative is the
+    constant 0 or 1 (:func:`derivative`); ``unstable`` lists the others."""
 
-    def __init__(self, d: int, n: int) -> None:
+    def __init__(self, d: int, n: int, z_bounds: tuple) -> None:
         self.d, self.n = d, n
+        low, high = z_bounds
+        self.derivatives = [derivative(low[j], high[j], var(d + j)) for j in range(n)]
+        self.unstable = [j for j in range(n) if low[j] <= 0 <= high[j]]
 
     def x(self, i: int) -> Poly:
         return var(i)
 
     def u(self, j: int) -> Poly:
-        return var(self.d + j)
+        return self.derivatives[j]
 
     def t(self, i: int) -> Poly:
         return var(self.d + self.n + i)
@@ -94,13 +99,13 @@ def _shor_part(relax: Relaxation, at: _Layout, net: tuple, zb: tuple) -> list[Po
     weight, weight_xi, bias_xi, c = net
     d, n = at.d, at.n
     xs, ts = [at.x(i) for i in range(d)], [at.t(i) for i in range(d)]
-    relax.blocks.append(([ONE, *xs, *[at.u(j) for j in range(n)], *ts], ONE))
+    relax.blocks.append(([ONE, *xs, *[at.u(j) for j in at.unstable], *ts], ONE))
     relax.objective = add(*[scale(mul(at.t(i), at.u(j)), weight[j, i] * c[j])
                             for j in range(n) for i in range(d)])  # fmt: skip
     zs = [affine(weight_xi[j], bias_xi[j], xs) for j in range(n)]
     relax.inequalities += [between(p, -1, 1) for p in [*xs, *ts]]
-    for j, z in enumerate(zs):
-        neuron_constraints(relax, at.u(j), z, (float(zb[0][j]), float(zb[1][j])))
+    for j in at.unstable:
+        neuron_constraints(relax, at.u(j), zs[j], (float(zb[0][j]), float(zb[1][j])))
     return zs
 
 
@@ -109,8 +114,8 @@ def _second_order(relax: Relaxation, at: _Layout, zb: tuple, zs: list[Poly]) -> 
     ``w_j = z_mid + z_rad ω_j`` (ω ∈ [−1, 1]) tied to ``z_j(ξ)``."""
     for i in range(at.d):
         input_blocks(relax, at.x(i), at.t(i))
-    for j, z in enumerate(zs):
-        u, omega = at.u(j), at.w(j)
+    for j in at.unstable:
+        z, u, omega = zs[j], at.u(j), at.w(j)
         bounds = (float(zb[0][j]), float(zb[1][j]))
         w = stand_in(bounds, omega)
         support = [at.x(i) for i in range(at.d) if z.get((i,), 0.0) != 0.0]
@@ -130,8 +135,8 @@ def relaxation(
     n, d = weight.shape
     lower, upper = box
     mid, radius = (lower + upper) / 2, (upper - lower) / 2
-    relax = Relaxation(bounds=[1.0] * (2 * d + 2 * n))
-    at = _Layout(d, n)
+    relax = Relaxation(bounds=[1.0] * (2 * d + 2 * n), binary=frozenset(range(d, d + n)))
+    at = _Layout(d, n, z_bounds)
     zs = _shor_part(relax, at, (weight, weight * radius, weight @ mid + bias, c), z_bounds)
     if norm is InputNorm.L2:
         relax.inequalities.append(unit_ball([at.t(i) for i in range(d)]))

@@ -22,6 +22,15 @@ def between(p: Poly, low: float, high: float) -> Poly:
     return scale(mul(add(p, const(-low)), add(p, const(-high))), -1.0)
 
 
+def derivative(low: float, high: float, variable: Poly) -> Poly:
+    """ReLU's derivative on a neuron with pre-activation bounds ``[l, h]``: the constant 1 or 0
+    where it is stable (``l > 0`` or ``h < 0``), else the variable. Exact on the feasible set,
+    and it keeps the SDP off the degenerate face where a pinned variable would sit."""
+    if low > 0:
+        return ONE
+    return const(0.0) if high < 0 else variable
+
+
 def unit_ball(ts: Sequence[Poly]) -> Poly:
     """``1 − Σ_i t_i²``: non-negative exactly in the ℓ2 unit ball (the ℓ2 input norm's dual)."""
     return add(ONE, *[scale(mul(t, t), -1.0) for t in ts])

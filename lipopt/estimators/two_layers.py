@@ -33,6 +33,7 @@ from lipopt.estimators.relaxation_parts import (
     ONE,
     affine,
     between,
+    derivative,
     input_blocks,
     neuron_blocks,
     neuron_constraints,
@@ -82,14 +83,6 @@ class Layout:
         return self._group(6, self.n2)
 
 
-def _derivative(low: float, high: float, variable: Poly) -> Poly:
-    """ReLU's derivative: the constant 1 or 0 where the neuron is stable (``l > 0`` or
-    ``h < 0``), else the variable."""
-    if low > 0:
-        return ONE
-    return const(0.0) if high < 0 else variable
-
-
 class Affines:
     """The network's maps in the normalised variables: ``z₁(ξ)``, ``u₁``, ``x₁``, ``z₂``,
     ``u₂``. A stable neuron's derivative is a constant and its output is ``z₁`` or 0, so only
@@ -103,14 +96,14 @@ class Affines:
         x1_lo, x1_hi = np.maximum(z1_lo, 0.0), np.maximum(z1_hi, 0.0)
         mid1, rad1 = (x1_lo + x1_hi) / 2, (x1_hi - x1_lo) / 2
         self.z1 = [affine(a1[j] * rad, a1[j] @ mid + b1[j], at.xi()) for j in range(at.n1)]
-        self.u1 = [_derivative(z1_lo[j], z1_hi[j], u) for j, u in enumerate(at.u1())]
+        self.u1 = [derivative(z1_lo[j], z1_hi[j], u) for j, u in enumerate(at.u1())]
         self.x1 = [
             self.z1[j] if z1_lo[j] > 0 else const(0.0) if z1_hi[j] < 0
             else add(const(mid1[j]), scale(eta, rad1[j]))
             for j, eta in enumerate(at.eta())
         ]  # fmt: skip
         self.z2 = [affine(a2[k], b2[k], self.x1) for k in range(at.n2)]
-        self.u2 = [_derivative(z2_lo[k], z2_hi[k], u) for k, u in enumerate(at.u2())]
+        self.u2 = [derivative(z2_lo[k], z2_hi[k], u) for k, u in enumerate(at.u2())]
         self.unstable1 = [j for j in range(at.n1) if z1_lo[j] <= 0 <= z1_hi[j]]
         self.unstable2 = [k for k in range(at.n2) if z2_lo[k] <= 0 <= z2_hi[k]]
 
