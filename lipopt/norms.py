@@ -6,8 +6,8 @@ For a scalar function the local Lipschitz constant w.r.t. the input norm ``α`` 
     L^α(f, X) = sup_{x ∈ X} ||∇f(x)||_{α*},   ℓ∞* = ℓ1,  ℓ1* = ℓ∞,  ℓ2* = ℓ2.
 
 The exact method (the MIP, the region search) takes the norms whose dual ball is a polytope,
-ℓ∞ and ℓ1 (:data:`POLYHEDRAL`); ℓ2 is taken by the estimators that say so (the polynomial
-relaxations SHOR and HR-2, and the sampling lower bounds).
+ℓ∞ and ℓ1 (:data:`POLYHEDRAL`); ℓ2 is taken by the estimators that say so (the ℓ2-based ones,
+FastLip, the polynomial relaxations SHOR and HR-2, and the sampling ones).
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class InputNorm(str, Enum):
         if norm not in POLYHEDRAL:
             raise ValueError(
                 f"the exact constant in the {norm.value} input norm is not built yet (the MIP "
-                "takes linf and l1); 'lipopt compare --norm l2' gives the proven upper bounds "
-                "shor and hr2 and the sampled lower bounds"
+                "takes linf and l1); 'lipopt compare --norm l2' gives the estimators' upper and "
+                "lower bounds"
             )
         return norm
 

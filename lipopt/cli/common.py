@@ -38,7 +38,7 @@ def _add_problem_arguments(
         choices=["linf", "l1", "l2"] if l2 else ["linf", "l1"],
         default="linf",
         help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)"
-        + (", or l2 (max ||grad||_2: shor, hr2 and the sampling methods)" if l2 else ""),
+        + (", or l2 (max ||grad||_2; not liplp, lipopt3/4, lipmip)" if l2 else ""),
     )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     if not output_norm:

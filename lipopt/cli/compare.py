@@ -20,8 +20,9 @@ examples:
   lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
   # the polynomial-optimization bounds (Chen et al. 2020) beside the exact value
   lipopt compare net.onnx --center x.npy --radius 0.1 --methods shor,hr2,lipopt3,lipmip
-  # the l2 input norm: proven SHOR/HR-2 bounds and sampled lower bounds (no exact value yet)
-  lipopt compare net.onnx --box 0,1 --c 1,-1 --norm l2 --methods random,attack,shor,hr2
+  # the l2 input norm: upper bounds (naive, fastlip, lipsdp, shor, hr2) and sampled lower
+  # bounds; no exact value yet
+  lipopt compare net.onnx --box 0,1 --c 1,-1 --norm l2
 
 methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipopt3,
 lipopt4 (LiPopt-k of Latorre et al. 2020, not this package), lipmip.

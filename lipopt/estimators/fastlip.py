@@ -40,7 +40,7 @@ def estimate(
     if options:
         raise TypeError(f"fastlip takes no options, got {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
         bounds = interval_bounds(network, domain, prob.c)
         corner = np.maximum(np.abs(bounds.input_grad_lower), np.abs(bounds.input_grad_upper))
         value = float(dual_norm(corner, prob.norm))

@@ -231,7 +231,7 @@ def estimate(
         raise ValueError("local slopes are only supported for variant='neuron'")
     cp = _cvxpy()
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
         weights = prob.scalar_weights()
         structure = _structure(weights)
         n = structure[1]

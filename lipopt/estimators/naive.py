@@ -41,7 +41,7 @@ def estimate(
     if options:
         raise TypeError(f"naive takes no options, got {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
         norms = [float(np.linalg.norm(w, ord=2)) for w in prob.scalar_weights()]
         l2 = float(np.prod(norms))
         value = prob.l2_scale() * l2

@@ -87,7 +87,7 @@ def estimate(
     if options:
         raise TypeError(f"seqlip got unexpected options {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
         weights = prob.scalar_weights()
         svds = [np.linalg.svd(w, full_matrices=False) for w in weights]
         states: list[NDArray[np.int8] | None] = [None] * (len(weights) - 1)

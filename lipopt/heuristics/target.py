@@ -46,9 +46,10 @@ class Problem:
         """Norm-equivalence factor from an ℓ2 Lipschitz bound to this input norm.
 
         ℓ∞ input: ``||g||_1 <= sqrt(d) ||g||_2`` (Cauchy-Schwarz), factor ``sqrt(d)``;
-        ℓ1 input: ``||g||_∞ <= ||g||_2``, factor 1.
+        ℓ1 input: ``||g||_∞ <= ||g||_2``, factor 1; ℓ2 input: the bound itself, factor 1.
         """
-        return float(np.sqrt(self.dim)) if self.norm is InputNorm.LINF else 1.0
+        factors = {InputNorm.LINF: float(np.sqrt(self.dim)), InputNorm.L1: 1.0, InputNorm.L2: 1.0}
+        return factors[self.norm]
 
 
 def problem(

@@ -62,12 +62,12 @@ def _all_active_network() -> tuple[Network, float]:
     return net, w3, w2, w1  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("norm", ["linf", "l1"])
+@pytest.mark.parametrize("norm", ["linf", "l1", "l2"])
 def test_all_stable_network(norm):
     net, w3, w2, w1 = _all_active_network()
     domain = Box(np.zeros(3), np.ones(3))
     grad = (C @ w3) @ w2 @ w1
-    exact = float(np.linalg.norm(grad, ord=1 if norm == "linf" else np.inf))
+    exact = float(np.linalg.norm(grad, ord={"linf": 1, "l1": np.inf, "l2": 2}[norm]))
     for name in ESTIMATORS:
         try:
             est = ESTIMATORS[name](net, domain, norm, C)

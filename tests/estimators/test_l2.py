@@ -18,7 +18,7 @@ from tests.oracle import brute_force_lipschitz, from_lipopt, sampled_max_gradien
 require_module("cvxpy")
 
 #: the methods that take the ℓ2 input norm; every other one says it does not
-L2_METHODS = {"random", "attack", "clever", "shor", "hr2"}
+L2_METHODS = {"naive", "random", "attack", "fastlip", "clever", "seqlip", "lipsdp", "shor", "hr2"}
 
 
 def _cases() -> list[tuple[int, object, object]]:
