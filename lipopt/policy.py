@@ -173,6 +173,14 @@ BATCH_PROGRESS_SECONDS = 10.0
 CLUSTER_CONNECT_SECONDS = 10.0
 
 
+#: the largest PSD block Clarabel is given by shor and hr2 (Clarabel is their default solver):
+#: Clarabel factors a dense matrix of about (side²/2)² entries per block. Measured here (24 GB,
+#: benchmarks/semialgebraic.py): side 121 (HR-2's block at d = n = 40) took 3 GB and 5 min;
+#: side 241 (SHOR at d = n = 80) failed to allocate at 9.2 GB resident after 33 s. Larger
+#: blocks are refused with one line that points to SCS (``--sdp-solver scs``)
+CLARABEL_MAX_SIDE = 160
+
+
 @dataclass(frozen=True)
 class Policy:
     """The thresholds above, as one value (field ``x`` is the constant ``X``)."""

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from lipopt import policy
 from lipopt.domain import Domain
 from lipopt.heuristics import target
 from lipopt.heuristics.target import Problem, as_rng
@@ -121,16 +122,31 @@ def problem(
 
 
 def solve_sdp(
-    sdp: Any, solver: str | None, options: dict[str, Any], what: str, tight: bool = False
+    sdp: Any,
+    solver: str | None,
+    options: dict[str, Any],
+    what: str,
+    *,
+    tight: bool = False,
+    largest_side: int = 0,
 ) -> str:
     """Solve a cvxpy problem with ``solver`` (default: Clarabel if installed, else SCS;
-    ``tight``: :data:`CLARABEL_TOLERANCES` unless ``options`` say otherwise); the solver used.
-    "May be inaccurate" warnings are silenced (every caller re-proves its number); a solver
-    error, a status other than optimal, or a variable left without a value is
-    :class:`EstimatorFailed`, its message starting with ``what``."""
+    ``tight``: :data:`CLARABEL_TOLERANCES` unless ``options`` say otherwise); the solver
+    used. A PSD block larger than :data:`lipopt.policy.CLARABEL_MAX_SIDE` (``largest_side``)
+    is not given to Clarabel: :class:`EstimatorOutOfScope`, pointing to SCS. "May be
+    inaccurate" warnings are silenced (every caller re-proves its number); a solver error, a
+    status other than optimal, or a variable left without a value is :class:`EstimatorFailed`,
+    its message starting with ``what``."""
     import cvxpy as cp
 
     chosen = solver or ("CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS")
+    most = policy.CLARABEL_MAX_SIDE
+    if chosen.upper() == "CLARABEL" and largest_side > most:
+        raise EstimatorOutOfScope(
+            f"{what}a PSD block of side {largest_side} is too large for Clarabel here (at most "
+            f"{most}: it factors a dense matrix of about side^4/4 entries); use SCS "
+            "(--sdp-solver scs)"
+        )
     if tight and chosen == "CLARABEL":
         options = {**CLARABEL_TOLERANCES, **options}
     with warnings.catch_warnings():

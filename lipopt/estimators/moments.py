@@ -156,7 +156,8 @@ def solve_dual(compiled: Compiled, solver: str | None, options: dict[str, Any]) 
     for z, block in zip(zs, compiled.blocks):
         r = r + block.T @ cp.vec(z, order="C")
     problem = cp.Problem(cp.Minimize(r[0]), [r[1:] == 0, *[z >> 0 for z in zs]])
-    chosen = solve_sdp(problem, solver, options, "", tight=True)
+    largest = max(compiled.sides)
+    chosen = solve_sdp(problem, solver, options, "", tight=True, largest_side=largest)
     return {
         "solver": chosen, "status": problem.status, "value": float(problem.value),
         "z": [np.asarray(z.value, dtype=float) for z in zs],

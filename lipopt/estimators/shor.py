@@ -107,7 +107,7 @@ def _solve(cp: Any, lifted: Lifted, solver: str | None, options: dict[str, Any])
     )
     m = cp.reshape(flat, (size, size), order="F")
     sdp = cp.Problem(cp.Minimize(gamma), [(m + m.T) / 2 >> 0])
-    chosen = solve_sdp(sdp, solver, options, "SHOR: ", tight=True)
+    chosen = solve_sdp(sdp, solver, options, "SHOR: ", tight=True, largest_side=size)
     return {
         "solver": chosen,
         "status": sdp.status,

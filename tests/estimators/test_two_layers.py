@@ -94,3 +94,21 @@ def test_hr2_is_strictly_tighter_than_hr1_somewhere():
     for _seed, net, domain in _cases()[:6]:
         gains.append(shor.estimate(net, domain).value - hr2.estimate(net, domain).value)
     assert max(gains) > 1e-3
+
+
+def test_a_block_too_large_for_clarabel_is_refused_in_one_line(monkeypatch):
+    """Above policy.CLARABEL_MAX_SIDE the SDP is not handed to Clarabel (it would exhaust the
+    memory): a one-line refusal naming SCS; with SCS the same network runs."""
+    from lipopt import policy
+    from lipopt.estimators.base import EstimatorOutOfScope
+
+    net = random_network(np.random.default_rng(3), [3, 4, 3, 1])
+    domain = Box(-np.ones(3), np.ones(3))
+    monkeypatch.setattr(policy, "CLARABEL_MAX_SIDE", 5)
+    for method in (shor, hr2):
+        with pytest.raises(EstimatorOutOfScope, match=r"too large for Clarabel.*--sdp-solver scs"):
+            method.estimate(net, domain)
+    one_layer = random_network(np.random.default_rng(3), [3, 4, 1])
+    with pytest.raises(EstimatorOutOfScope, match="side 11 is too large for Clarabel"):
+        shor.estimate(one_layer, domain)
+    assert hr2.estimate(net, domain, solver="SCS").value > 0
