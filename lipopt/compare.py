@@ -170,7 +170,9 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
     """``{"methods": [{"name", "value", "kind", "seconds", ...}], "exact": ...}`` (JSON-ready).
 
     Each entry also has ``relative_error`` (None without an exact value); lipmip adds its
-    ``status``; a method that did not run has ``value``/``seconds`` None and a ``reason``.
+    ``status``; the methods whose value is a solver's certificate re-proven in numpy (shor,
+    hr2, lipopt3/4) add ``proof_correction``, what the proof added to the solver's own value; a
+    method that did not run has ``value``/``seconds`` None and a ``reason``.
     """
     exact = exact_value(results)
     entries: list[dict[str, Any]] = []
@@ -196,5 +198,7 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
         }
         if "status" in result.detail and result.name == "lipmip":
             entry["status"] = result.detail["status"]
+        if "correction" in result.detail:  # shor, hr2, lipopt3/4: re-proven, not the solver's
+            entry["proof_correction"] = float(result.detail["correction"])
         entries.append(entry)
     return {"methods": entries, "exact": exact}

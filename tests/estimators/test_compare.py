@@ -61,9 +61,13 @@ def test_json_shape(results):
     exact = data["exact"]
     for m in data["methods"]:
         assert {"name", "value", "kind", "seconds"} <= set(m)
-        if m["value"] is None:  # not run here (shor and hr2 on this deeper network): say why
+        if m["value"] is None:  # not run here (e.g. lipsdp without cvxpy): say why
             assert m["reason"], m
             continue
+        if m["name"] in ("shor", "hr2", "lipopt3", "lipopt4"):  # proven, and by how much
+            assert m["proof_correction"] >= 0, m
+        else:
+            assert "proof_correction" not in m
         if m["kind"] == "upper":
             assert m["value"] >= exact * (1 - 1e-6)
         if m["kind"] == "lower":
