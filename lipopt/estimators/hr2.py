@@ -160,7 +160,8 @@ def solve_proven(relax: Relaxation, solver: str | None, options: dict[str, Any])
     value, extra = proven_bound(compiled, duals)
     return {"value": value, "solver": duals["solver"], "status": duals["status"],
             "value_solver": duals["value"], "correction": extra,
-            "moments": len(compiled.monomials), "blocks": len(compiled.sides)}  # fmt: skip
+            "moments": len(compiled.monomials), "blocks": len(compiled.sides),
+            "block_side": max(compiled.sides)}  # fmt: skip
 
 
 def estimate(
