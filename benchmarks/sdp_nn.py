@@ -12,7 +12,8 @@ LBS (the best gradient norm of 10 000 uniform samples). Every heavy attempt runs
 process with an address-space cap (``--memory-gb``, default 14) and a wall limit (``--wall``):
 
 - ``mip``: ``lipopt.lipschitz(net, box, time_limit=T, workers=1)``, its certified bracket;
-- ``shor``: ``lipopt.estimators.shor`` on SCS (dense quadratic forms of side 2069);
+- ``shor``: ``lipopt.estimators.shor`` on SCS (its records here are of the old quadratic-form
+  version, dense forms of side 2069; shor is now the moment path, as ``shor-moments``);
 - ``shor-moments``: ``hr2.estimate(level=1)``, SHOR through the sparse moment machinery, SCS;
 - ``hr2``: ``hr2.estimate(level=2)``, HR-2, SCS.
 
@@ -49,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.machine import run_stamp  # noqa: E402
 
 METHODS = ("mip", "shor", "shor-moments", "hr2")
-LABELS = {"mip": "lipopt MIP", "shor": "SHOR (shor.py)", "shor-moments": "SHOR (moments)",
-          "hr2": "HR-2", "lbs": "LBS"}  # fmt: skip
+LABELS = {"mip": "lipopt MIP", "shor": "SHOR (old quadratic forms)",
+          "shor-moments": "SHOR (moments)", "hr2": "HR-2", "lbs": "LBS"}  # fmt: skip
 #: the seed's numbers (spec §6): bound (seconds), MOSEK on a 4-core laptop
 SEED = {
     0.1: {"hr2": (12.70, 20596), "shor": (16.07, 4217), "lipopt3": "out of memory", "lbs": 8.20},
@@ -249,8 +250,8 @@ def report(facts: dict[str, Any], records: list[dict[str, Any]], command: str) -
         "MIP gives its attained lower and certified upper bound) beside the seed's (MOSEK on a "
         "4-core laptop, seconds in brackets):",
         "",
-        "| box | HR-2 | SHOR (shor.py) | SHOR (moments) | lipopt MIP bracket | LBS | seed HR-2 | "
-        "seed SHOR | seed LiPopt-3 | seed LBS |",
+        "| box | HR-2 | SHOR (old quadratic forms) | SHOR (moments) | lipopt MIP bracket | LBS | "
+        "seed HR-2 | seed SHOR | seed LiPopt-3 | seed LBS |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
@@ -278,7 +279,8 @@ def notes(facts: dict[str, Any]) -> list[str]:
     return [
         "## Notes",
         "",
-        f"- `shor.py` holds one dense {cost['side']}² quadratic form per constraint: "
+        "- the old `shor.py` (quadratic forms; shor is now the moment path) held one dense "
+        f"{cost['side']}² quadratic form per constraint: "
         f"{cost['forms']} forms of {cost['form_bytes'] / 1e6:.0f} MB, "
         f"{cost['forms'] * cost['form_bytes'] / 1e9:.0f} GB in all.",
         f"- The moment path (SHOR at level 1, HR-2 at level 2) expands the redundant "
