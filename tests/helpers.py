@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from lipopt.domain import Box, L1Ball, LinfBall
@@ -106,3 +108,16 @@ def require_module(name: str) -> None:
         if os.environ.get("CI"):
             pytest.fail(f"{name} is not installed, but CI must test this path")
         pytest.skip(f"{name} is not installed", allow_module_level=True)
+
+
+def assert_feasible_moments(compiled: Any, v: np.ndarray, objective: float) -> None:
+    """The moment vector of the point ``v`` (``y_α = Π v^α``) meets every constraint of a
+    compiled moment relaxation (:mod:`lipopt.estimators.moments`): each block PSD, each
+    equality 0, each inequality >= 0, and its objective equals ``objective``."""
+    y = np.array([np.prod(v[list(m)]) for m in compiled.monomials])
+    assert compiled.objective @ y == pytest.approx(objective, rel=1e-12)
+    assert np.all(compiled.inequalities @ y >= -1e-12)
+    assert np.all(np.abs(compiled.equalities @ y) <= 1e-12)
+    for block, side in zip(compiled.blocks, compiled.sides):
+        matrix = (block @ y).reshape(side, side)
+        assert np.linalg.eigvalsh((matrix + matrix.T) / 2).min() >= -1e-10
