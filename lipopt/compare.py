@@ -28,7 +28,7 @@ from lipopt.estimators.base import (
     problem,
 )
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 from lipopt.solvers import SolverError
 
 #: what can stop a method without being a bug: a missing extra, an unusable solver, or a
@@ -88,7 +88,7 @@ def compare(
         options: per-method keyword options, e.g. ``{"lipmip": {"time_limit": 60}}``.
     """
     names = parse_methods(methods)
-    problem(network, domain, norm, c, norms=tuple(InputNorm))  # fail early on a bad request
+    problem(network, domain, norm, c, norms=EVERY_NORM)  # fail early on a bad request
     say = progress or (lambda _message: None)
     extra = options or {}
     unknown = sorted(set(extra) - set(estimators.ESTIMATORS))

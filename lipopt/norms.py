@@ -68,6 +68,8 @@ class InputNorm(str, Enum):
 
 #: the input norms whose dual ball is a polytope: what the exact MIP and region search take
 POLYHEDRAL = (InputNorm.LINF, InputNorm.L1)
+#: every input norm (what the sampling and ℓ2-based estimators take)
+EVERY_NORM = tuple(InputNorm)
 
 
 def dual_norm(gradients: ArrayLike, norm: InputNorm | str) -> np.ndarray | float:

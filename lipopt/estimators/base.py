@@ -112,13 +112,18 @@ def problem(
     c: ArrayLike | None,
     *,
     norms: tuple[InputNorm, ...] = POLYHEDRAL,
+    method: str | None = None,
 ) -> Problem:
     """The checked request (:func:`lipopt.heuristics.target.problem`); an estimator that does
-    not take the input norm (not in ``norms``: by default ℓ2 is not) is out of scope."""
+    not take the input norm (not in ``norms``: by default ℓ2 is not) is out of scope, with
+    the norms it takes when it gives its ``method`` name."""
     prob = target.problem(network, domain, norm, c)
-    if prob.norm not in norms:
+    if prob.norm in norms:
+        return prob
+    if method is None:
         raise EstimatorOutOfScope(f"not built for the {prob.norm.value} input norm yet")
-    return prob
+    names = " and ".join(n.value for n in norms) + " input norm" + "s" * (len(norms) > 1)
+    raise EstimatorOutOfScope(f"{method} is built for the {names}")
 
 
 def solve_sdp(

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, FloatArray, Kind, as_rng, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "clever"
 KIND = Kind.HEURISTIC
@@ -113,7 +113,7 @@ def estimate(
         raise ValueError("clever needs at least 2 batches of at least 1 point")
     rng = as_rng(seed)
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))  # sampled: any norm
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)  # sampled: any norm
         maxima = np.array(
             [prob.dual_norms(domain.sample(batch_size, rng)).max() for _ in range(batches)]
         )

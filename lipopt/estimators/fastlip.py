@@ -23,7 +23,7 @@ from lipopt.bounds.interval import interval_bounds
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm, dual_norm
+from lipopt.norms import EVERY_NORM, InputNorm, dual_norm
 
 NAME = "fastlip"
 KIND = Kind.UPPER
@@ -40,7 +40,7 @@ def estimate(
     if options:
         raise TypeError(f"fastlip takes no options, got {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)
         bounds = interval_bounds(network, domain, prob.c)
         corner = np.maximum(np.abs(bounds.input_grad_lower), np.abs(bounds.input_grad_upper))
         value = float(dual_norm(corner, prob.norm))

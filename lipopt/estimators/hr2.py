@@ -19,8 +19,9 @@ and ``w`` are normalised to [−1, 1] before the relaxation is built). The relax
 Every feasible point (with ``w = z(x)``) gives a feasible moment vector, so the relaxation is
 at least the constant; it keeps every SHOR constraint, so it is at most SHOR. The value is the
 dual bound **proven in numpy** (:func:`~lipopt.estimators.moments.proven_bound`). Scope: one
-hidden layer, the ℓ∞ input norm, boxes and ℓ∞ balls. Needs cvxpy (``pip install
-'lipopt[sdp]'``).
+hidden layer here, two in :mod:`lipopt.estimators.two_layers`; the ℓ∞ and ℓ2 input norms (ℓ2
+adds ``1 − Σ t_i² >= 0``); boxes and ℓ∞ balls. Stable neurons' derivatives are constants.
+Needs cvxpy (``pip install 'lipopt[sdp]'``).
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ from lipopt.estimators.relaxation_parts import (
     between,
     derivative,
     input_blocks,
-    neuron_blocks,
     neuron_constraints,
-    stand_in,
-    tie,
+    pre_activation_blocks,
     unit_ball,
+    unstable,
+    z_range,
 )  # fmt: skip
-from lipopt.estimators.semialgebraic import ALL_NORMS, Layered, hidden_layers
+from lipopt.estimators.semialgebraic import SDP_NORMS, Layered, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -77,7 +78,7 @@ class _Layout:
         self.d, self.n = d, n
         low, high = z_bounds
         self.derivatives = [derivative(low[j], high[j], var(d + j)) for j in range(n)]
-        self.unstable = [j for j in range(n) if low[j] <= 0 <= high[j]]
+        self.unstable = unstable(low, high)
 
     def x(self, i: int) -> Poly:
         return var(i)
@@ -105,7 +106,7 @@ def _shor_part(relax: Relaxation, at: _Layout, net: tuple, zb: tuple) -> list[Po
     zs = [affine(weight_xi[j], bias_xi[j], xs) for j in range(n)]
     relax.inequalities += [between(p, -1, 1) for p in [*xs, *ts]]
     for j in at.unstable:
-        neuron_constraints(relax, at.u(j), zs[j], (float(zb[0][j]), float(zb[1][j])))
+        neuron_constraints(relax, at.u(j), zs[j], z_range(zb, j))
     return zs
 
 
@@ -115,12 +116,7 @@ def _second_order(relax: Relaxation, at: _Layout, zb: tuple, zs: list[Poly]) -> 
     for i in range(at.d):
         input_blocks(relax, at.x(i), at.t(i))
     for j in at.unstable:
-        z, u, omega = zs[j], at.u(j), at.w(j)
-        bounds = (float(zb[0][j]), float(zb[1][j]))
-        w = stand_in(bounds, omega)
-        support = [at.x(i) for i in range(at.d) if z.get((i,), 0.0) != 0.0]
-        tie(relax, w, z, [ONE, u, omega, *support])
-        neuron_blocks(relax, u, omega, w, bounds)
+        pre_activation_blocks(relax, (at.u(j), at.w(j)), zs[j], z_bounds=z_range(zb, j))
 
 
 def relaxation(
@@ -183,7 +179,8 @@ def estimate(
     except ImportError:
         raise EstimatorUnavailable("HR-2 needs cvxpy: pip install 'lipopt[sdp]'") from None
     with stopwatch() as elapsed:
-        net = hidden_layers(problem(network, domain, norm, c, norms=ALL_NORMS), "HR-2", 2, bounds)
+        prob = problem(network, domain, norm, c, norms=SDP_NORMS, method="HR-2")
+        net = hidden_layers(prob, "HR-2", 2, bounds)
         facts = solve_proven(layered_relaxation(net, level), solver, options)
     value = facts.pop("value")
     return Estimate(NAME, value, KIND, elapsed[0], {**facts, "level": level})

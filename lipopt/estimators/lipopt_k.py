@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, EstimatorFailed, FloatArray, Kind, problem, stopwatch
 from lipopt.estimators.moments import Poly, add, const, mul, scale, var
-from lipopt.estimators.semialgebraic import ALL_NORMS, LINF_ONLY, Layered, hidden_layers
+from lipopt.estimators.semialgebraic import LINF_ONLY, Layered, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -147,9 +147,8 @@ def estimate_k(
 ) -> Estimate:
     """The proven LiPopt-k bound on ``max ||∇(cᵀf)||_1`` (``local``: stable neurons fixed)."""
     with stopwatch() as elapsed:
-        net = hidden_layers(
-            problem(network, domain, norm, c, norms=ALL_NORMS), f"LiPopt-{k}", 2, bounds, LINF_ONLY
-        )
+        prob = problem(network, domain, norm, c, norms=LINF_ONLY, method=f"LiPopt-{k}")
+        net = hidden_layers(prob, f"LiPopt-{k}", 2, bounds)
         fixed = [_stable(lo, hi) if local else {} for lo, hi in net.z_bounds]
         poly, groups = objective(net, fixed)
         value, extra, count = solve(poly, groups, k) if poly else (0.0, 0.0, 0)

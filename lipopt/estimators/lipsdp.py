@@ -57,7 +57,7 @@ from lipopt.estimators.base import (
     stopwatch,
 )
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "lipsdp"
 KIND = Kind.UPPER
@@ -231,7 +231,7 @@ def estimate(
         raise ValueError("local slopes are only supported for variant='neuron'")
     cp = _cvxpy()
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)
         weights = prob.scalar_weights()
         structure = _structure(weights)
         n = structure[1]

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "naive"
 KIND = Kind.UPPER
@@ -41,7 +41,7 @@ def estimate(
     if options:
         raise TypeError(f"naive takes no options, got {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)
         norms = [float(np.linalg.norm(w, ord=2)) for w in prob.scalar_weights()]
         l2 = float(np.prod(norms))
         value = prob.l2_scale() * l2

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, Kind, as_rng, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "random"
 KIND = Kind.LOWER
@@ -46,7 +46,7 @@ def estimate(
         raise ValueError(f"samples must be positive, got {samples}")
     rng = as_rng(seed)
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))  # sampled: any norm
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)  # sampled: any norm
         best, best_x = -np.inf, None
         remaining = samples
         while remaining > 0:

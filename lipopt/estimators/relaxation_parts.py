@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lipopt.estimators.base import FloatArray
-from lipopt.estimators.moments import Poly, Relaxation, add, const, mul, scale
+from lipopt.estimators.moments import Poly, Relaxation, add, const, mul, scale, var
 
 ONE = const(1.0)
 
@@ -29,6 +29,23 @@ def derivative(low: float, high: float, variable: Poly) -> Poly:
     if low > 0:
         return ONE
     return const(0.0) if high < 0 else variable
+
+
+def unstable(low: FloatArray, high: FloatArray) -> list[int]:
+    """The neurons that may cross their kink (``l <= 0 <= h``): the ones :func:`derivative`
+    leaves a variable."""
+    return [j for j in range(len(low)) if low[j] <= 0 <= high[j]]
+
+
+def z_range(z_bounds: tuple[FloatArray, FloatArray], neuron: int) -> tuple[float, float]:
+    """The sound bounds ``(l, h)`` on one pre-activation."""
+    low, high = z_bounds
+    return float(low[neuron]), float(high[neuron])
+
+
+def support(z: Poly) -> list[Poly]:
+    """The variables an affine polynomial depends on."""
+    return [var(m[0]) for m in z if len(m) == 1]
 
 
 def unit_ball(ts: Sequence[Poly]) -> Poly:
@@ -94,6 +111,25 @@ def neuron_blocks(relax: Relaxation, u: Poly, omega: Poly, w: Poly, z_range: tup
     for g in (mul(add(u, const(-0.5)), w), between(u, float(low > 0), float(high > 0)),
               between(omega, -1, 1)):  # fmt: skip
         relax.blocks.append((basis, g))
+
+
+def pre_activation_blocks(
+    relax: Relaxation,
+    pair: tuple[Poly, Poly],
+    z: Poly,
+    *,
+    z_bounds: tuple[float, float],
+    also: Sequence[Poly] = (),
+) -> Poly:
+    """HR-2's treatment of an unstable neuron's pre-activation ``z`` with derivative ``u``
+    (``pair = (u, ω)``): the stand-in ``w`` of ``ω``, tied to ``z`` against
+    ``1, u, ω``, the variables of ``z`` and ``also``, and the blocks of
+    :func:`neuron_blocks`; the stand-in ``w``."""
+    u, omega = pair
+    w = stand_in(z_bounds, omega)
+    tie(relax, w, z, [ONE, u, omega, *also, *support(z)])
+    neuron_blocks(relax, u, omega, w, z_bounds)
+    return w
 
 
 def output_blocks(relax: Relaxation, eta: Poly, omega: Poly, x: Poly, w: Poly) -> None:

@@ -31,8 +31,6 @@ from lipopt.domain import Box, LinfBall
 from lipopt.estimators.base import EstimatorOutOfScope, FloatArray, Problem
 from lipopt.norms import InputNorm
 
-#: every input norm (what the relaxations let through to their own check)
-ALL_NORMS = tuple(InputNorm)
 #: the input norms SHOR and HR-2 take: ℓ∞ (t in the box) and ℓ2 (t in the unit ball)
 SDP_NORMS = (InputNorm.LINF, InputNorm.L2)
 #: LiPopt-k's: its certificate is over a box of t
@@ -57,16 +55,10 @@ class Layered:
         return len(self.weights)
 
 
-def hidden_layers(
-    prob: Problem,
-    method: str,
-    most: int,
-    bounds: str = "linear",
-    norms: tuple[InputNorm, ...] = SDP_NORMS,
-) -> Layered:
-    """The request as :class:`Layered`, or the one-line reason why ``method`` cannot take it
-    (more than ``most`` hidden layers, an input norm not in ``norms``, a domain other than a
-    box or an ℓ∞ ball)."""
+def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear") -> Layered:
+    """The request (its input norm already checked by :func:`~lipopt.estimators.base.problem`)
+    as :class:`Layered`, or the one-line reason why ``method`` cannot take it (more than
+    ``most`` hidden layers, a domain other than a box or an ℓ∞ ball)."""
     network, domain = prob.network, prob.domain
     depth = len(network.affine_layers) - 1
     if depth > most:
@@ -74,11 +66,6 @@ def hidden_layers(
         raise EstimatorOutOfScope(
             f"{method} is built for {built}; this network has {depth} "
             "(deeper networks are not built yet)"
-        )
-    if prob.norm not in norms:
-        names = " and ".join(n.value for n in norms)
-        raise EstimatorOutOfScope(
-            f"{method} is built for the {names} input norm{'s' * (len(norms) > 1)}"
         )
     if not isinstance(domain, (Box, LinfBall)):
         raise EstimatorOutOfScope(f"{method} needs a box or an linf ball")

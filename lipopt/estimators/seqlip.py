@@ -32,7 +32,7 @@ from lipopt.bounds.interval import NeuronState, interval_bounds
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, FloatArray, Kind, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "seqlip"
 KIND = Kind.HEURISTIC
@@ -87,7 +87,7 @@ def estimate(
     if options:
         raise TypeError(f"seqlip got unexpected options {sorted(options)}")
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c, norms=tuple(InputNorm))
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)
         weights = prob.scalar_weights()
         svds = [np.linalg.svd(w, full_matrices=False) for w in weights]
         states: list[NDArray[np.int8] | None] = [None] * (len(weights) - 1)

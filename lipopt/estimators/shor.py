@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, EstimatorUnavailable, Kind, problem, stopwatch
 from lipopt.estimators.hr2 import layered_relaxation, solve_proven
-from lipopt.estimators.semialgebraic import ALL_NORMS, hidden_layers
+from lipopt.estimators.semialgebraic import SDP_NORMS, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -63,7 +63,8 @@ def estimate(
     except ImportError:
         raise EstimatorUnavailable(f"SHOR needs cvxpy: {INSTALL_HINT}") from None
     with stopwatch() as elapsed:
-        net = hidden_layers(problem(network, domain, norm, c, norms=ALL_NORMS), "SHOR", 2, bounds)
+        prob = problem(network, domain, norm, c, norms=SDP_NORMS, method="SHOR")
+        net = hidden_layers(prob, "SHOR", 2, bounds)
         facts = solve_proven(layered_relaxation(net, 1), solver, options)
     value = facts.pop("value")
     detail = {**facts, "relaxation": "SHOR" if net.depth == 1 else "HR-1"}

@@ -35,12 +35,12 @@ from lipopt.estimators.relaxation_parts import (
     between,
     derivative,
     input_blocks,
-    neuron_blocks,
     neuron_constraints,
     output_blocks,
-    stand_in,
-    tie,
+    pre_activation_blocks,
     unit_ball,
+    unstable,
+    z_range,
 )  # fmt: skip
 from lipopt.estimators.semialgebraic import Layered
 from lipopt.norms import InputNorm
@@ -104,8 +104,8 @@ class Affines:
         ]  # fmt: skip
         self.z2 = [affine(a2[k], b2[k], self.x1) for k in range(at.n2)]
         self.u2 = [derivative(z2_lo[k], z2_hi[k], u) for k, u in enumerate(at.u2())]
-        self.unstable1 = [j for j in range(at.n1) if z1_lo[j] <= 0 <= z1_hi[j]]
-        self.unstable2 = [k for k in range(at.n2) if z2_lo[k] <= 0 <= z2_hi[k]]
+        self.unstable1 = unstable(z1_lo, z1_hi)
+        self.unstable2 = unstable(z2_lo, z2_hi)
 
 
 def _objective(net: Layered, at: Layout, maps: Affines) -> tuple[Poly, list[list[int]]]:
@@ -138,28 +138,17 @@ def _first_order(relax: Relaxation, net: Layered, at: Layout, maps: Affines) -> 
         relax.inequalities.append(unit_ball(t))
     for j in maps.unstable1:
         z, x = maps.z1[j], maps.x1[j]
-        neuron_constraints(relax, maps.u1[j], z, _range(net, 0, j))
+        neuron_constraints(relax, maps.u1[j], z, z_range(net.z_bounds[0], j))
         relax.equalities += [
             mul(x, add(x, scale(z, -1.0))),
             add(x, scale(mul(maps.u1[j], z), -1.0)),
         ]
         relax.inequalities += [x, add(x, scale(z, -1.0))]
     for k in maps.unstable2:
-        neuron_constraints(relax, maps.u2[k], maps.z2[k], _range(net, 1, k))
+        neuron_constraints(relax, maps.u2[k], maps.z2[k], z_range(net.z_bounds[1], k))
     for k, js in enumerate(carried):
         if js:
             relax.blocks.append(([ONE, *t, *[mul(maps.u2[k], maps.u1[j]) for j in js]], ONE))
-
-
-def _range(net: Layered, layer: int, neuron: int) -> tuple[float, float]:
-    """The sound bounds on one pre-activation."""
-    low, high = net.z_bounds[layer]
-    return float(low[neuron]), float(high[neuron])
-
-
-def _support(z: Poly) -> list[Poly]:
-    """The variables an affine polynomial depends on."""
-    return [var(m[0]) for m in z if len(m) == 1]
 
 
 def _second_order(relax: Relaxation, net: Layered, at: Layout, maps: Affines) -> None:
@@ -171,16 +160,17 @@ def _second_order(relax: Relaxation, net: Layered, at: Layout, maps: Affines) ->
     for i in range(at.d):
         input_blocks(relax, xi[i], t[i])
     for j in maps.unstable1:
-        bounds, u = _range(net, 0, j), maps.u1[j]
-        w = stand_in(bounds, omega1[j])
-        tie(relax, w, maps.z1[j], [ONE, u, omega1[j], eta[j], *_support(maps.z1[j])])
-        neuron_blocks(relax, u, omega1[j], w, bounds)
+        w = pre_activation_blocks(
+            relax,
+            (maps.u1[j], omega1[j]),
+            maps.z1[j],
+            z_bounds=z_range(net.z_bounds[0], j),
+            also=[eta[j]],
+        )
         output_blocks(relax, eta[j], omega1[j], maps.x1[j], w)
     for k in maps.unstable2:
-        bounds, u = _range(net, 1, k), maps.u2[k]
-        w = stand_in(bounds, omega2[k])
-        tie(relax, w, maps.z2[k], [ONE, u, omega2[k], *_support(maps.z2[k])])
-        neuron_blocks(relax, u, omega2[k], w, bounds)
+        pre_activation_blocks(relax, (maps.u2[k], omega2[k]), maps.z2[k],
+                              z_bounds=z_range(net.z_bounds[1], k))  # fmt: skip
 
 
 def relaxation(net: Layered, level: int = 2) -> Relaxation:
