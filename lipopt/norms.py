@@ -5,9 +5,10 @@ For a scalar function the local Lipschitz constant w.r.t. the input norm ``α`` 
 
     L^α(f, X) = sup_{x ∈ X} ||∇f(x)||_{α*},   ℓ∞* = ℓ1,  ℓ1* = ℓ∞,  ℓ2* = ℓ2.
 
-The exact method (the MIP, the region search) takes the norms whose dual ball is a polytope,
-ℓ∞ and ℓ1 (:data:`POLYHEDRAL`); ℓ2 is taken by the estimators that say so (the ℓ2-based ones,
-FastLip, the polynomial relaxations SHOR and HR-2, and the sampling ones).
+The MIP's objective is linear where the dual ball is a polytope, ℓ∞ and ℓ1 (:data:`POLYHEDRAL`);
+for ℓ2 it over-estimates ``||g||_2^2`` by chords refined at each solution
+(:mod:`lipopt.formulation.l2`, :mod:`lipopt.strategies.l2_outer`), so a single exported model
+and the forward formulation take only the polyhedral norms.
 """
 
 from __future__ import annotations
@@ -44,15 +45,14 @@ class InputNorm(str, Enum):
         return _parse(cls, value, "input norm")
 
     @classmethod
-    def polyhedral(cls, value: str | InputNorm) -> InputNorm:
-        """:meth:`parse`, refusing ℓ2 with one line: the exact method needs a polytope as the
-        dual ball (ℓ∞ or ℓ1)."""
+    def polyhedral(cls, value: str | InputNorm, what: str = "a single exported model") -> InputNorm:
+        """:meth:`parse`, refusing ℓ2 with one line naming ``what`` needs a polytope as the dual
+        ball (ℓ∞ or ℓ1): the ℓ2 model's objective is an over-estimate refined while solving."""
         norm = cls.parse(value)
         if norm not in POLYHEDRAL:
             raise ValueError(
-                f"the exact constant in the {norm.value} input norm is not built yet (the MIP "
-                "takes linf and l1); 'lipopt compare --norm l2' gives the estimators' upper and "
-                "lower bounds"
+                f"{what} takes the linf and l1 input norms; the l2 model's objective is an "
+                "over-estimate that 'lipopt solve --norm l2' refines while it solves"
             )
         return norm
 

@@ -202,7 +202,7 @@ def subnet_tangent_bounds(
     equal share of the budget left each). ``adapter``: a solver adapter for the sub-MIPs.
     Stats: ``sub_mips``, ``searches`` (region searches tried), ``searched`` (of them finished,
     so no sub-MIP), ``tightened`` (neurons whose range shrank), ``seconds``."""
-    input_norm = InputNorm.polyhedral(norm)
+    input_norm = InputNorm.polyhedral(norm, "the forward formulation")
     start = time.perf_counter()
     refine = _Refiner(network, domain, bounds, input_norm, adapter, start + time_budget)
     tangent = tangent_bounds(network, bounds.states, input_norm, refine=refine)

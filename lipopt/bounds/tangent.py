@@ -107,7 +107,7 @@ def tangent_bounds(
     these.
     """
     affines = network.affine_layers
-    ball = direction_ball(InputNorm.polyhedral(norm), network.input_dim)
+    ball = direction_ball(InputNorm.polyhedral(norm, "the forward formulation"), network.input_dim)
     lowers: list[FloatArray] = []
     uppers: list[FloatArray] = []
     relaxations: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []

@@ -13,12 +13,19 @@ from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Domain
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_forward, add_input
+from lipopt.formulation.l2 import (
+    chord_binaries,
+    first_breakpoints,
+    gradient_variables,
+    set_quadratic_objective,
+    set_squared_objective,
+)
 from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
 from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm, _parse
+from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm, _parse
 
 pe = lazy_module("pyomo.environ")
 
@@ -56,6 +63,7 @@ class LipschitzModel:
         w: the output weighting: numbers (a fixed c) or expressions over the dual ball.
         candidates: for a decomposed ℓ∞-dual objective, the pieces ``±g_j`` (best upper bound
             first) whose maxima's largest is the constant; empty otherwise.
+        quadratic: the ℓ2 objective is ``t <= ||g||_2^2`` itself (for SCIP) instead of chords.
     """
 
     model: pe.ConcreteModel
@@ -68,15 +76,23 @@ class LipschitzModel:
     stats: dict[str, int] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     formulation: Formulation = Formulation.BACKWARD
+    quadratic: bool = False
+
+    @property
+    def squared(self) -> bool:
+        """The objective over-estimates ``||g||_2^2`` (ℓ2 input norm, :mod:`lipopt.formulation.l2`):
+        its bound's square root bounds the constant."""
+        return self.norm is InputNorm.L2
 
     def binaries(self) -> list[Any]:
-        """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``."""
+        """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``,
+        the ℓ2 chords' segments."""
         out = [a for layer in self.activations for a in layer.values()]
         for name in ("g_sign", "g_pick"):
             component = self.model.component(name)
             if component is not None:
                 out.extend(component.values())
-        return out
+        return out + chord_binaries(self.model)
 
 
 def _count(model: pe.ConcreteModel, ctype: type) -> int:
@@ -86,13 +102,15 @@ def _count(model: pe.ConcreteModel, ctype: type) -> int:
 @dataclass(frozen=True)
 class ModelSpec:
     """Which model to build: its LP relaxation (``relax``) or the MIP, the ℓ1 decomposition's
-    first candidate (``decompose``), the :class:`Formulation`, and the forward model's tangent
-    bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`)."""
+    first candidate (``decompose``), the :class:`Formulation`, the forward model's tangent
+    bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`), and for ℓ2 the
+    exact quadratic objective (``quadratic``, SCIP) instead of the chords."""
 
     relax: bool = False
     decompose: bool = False
     formulation: Formulation | str = Formulation.BACKWARD
     tangent: TangentBounds | None = None
+    quadratic: bool = False
 
 
 def build(
@@ -109,11 +127,17 @@ def build(
     ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm,
     backward formulation only): no selection binaries; ``model.objective`` is the first of
     ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``, and
-    takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`).
+    takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`). For the
+    ℓ2 input norm (backward only) the objective is the first over-estimate of ``||g||_2^2``
+    (:mod:`lipopt.formulation.l2`; :attr:`LipschitzModel.squared`).
     """
-    input_norm = InputNorm.polyhedral(norm)
+    input_norm = InputNorm.parse(norm)
     relax, decompose, tangent = spec.relax, spec.decompose, spec.tangent
     form = Formulation.parse(spec.formulation)
+    if form is Formulation.FORWARD and input_norm not in POLYHEDRAL:
+        raise ValueError(
+            "the forward formulation takes the linf and l1 input norms; for l2 use 'backward'"
+        )
     if form is Formulation.FORWARD and isinstance(seed, OutputNorm):
         raise ValueError(
             "the forward formulation needs a fixed output weighting c, not an output norm"
@@ -135,6 +159,9 @@ def build(
     else:
         w = [float(v) for v in np.asarray(seed, dtype=np.float64)]
     gradient = add_backward(model, network, bounds, activations, w)
+    if input_norm is InputNorm.L2:
+        lip = LipschitzModel(model, x, activations, gradient, InputNorm.L2, relax, w)
+        return _squared_model(lip, bounds, spec.quadratic and not relax)
     candidates = add_objective(
         model,
         gradient,
@@ -146,6 +173,21 @@ def build(
     )
     lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
     lip.candidates = candidates
+    lip.stats = _model_stats(lip, bounds)
+    return lip
+
+
+def _squared_model(lip: LipschitzModel, bounds: NetworkBounds, quadratic: bool) -> LipschitzModel:
+    """The ℓ2 model: gradient variables, and ``t <= ||g||_2^2`` (``quadratic``) or the first
+    over-estimate of ``||g||_2^2`` (the chord over each entry's bounds), which the ℓ2 strategy
+    refines."""
+    lower, upper = bounds.input_grad_lower, bounds.input_grad_upper
+    g = gradient_variables(lip.model, lip.gradient, lower, upper)
+    if quadratic:
+        set_quadratic_objective(lip.model, g, lower, upper)
+    else:
+        set_squared_objective(lip.model, g, first_breakpoints(lower, upper), lip.relaxed)
+    lip.gradient, lip.quadratic = g, quadratic
     lip.stats = _model_stats(lip, bounds)
     return lip
 

@@ -44,6 +44,9 @@ ADAPTERS: dict[str, Callable[[], Solver]] = {
 AUTO = "auto"
 AUTO_ADAPTER = "highs"
 
+#: the adapters that take a nonconvex quadratic constraint (the ℓ2 model's ``t <= ||g||_2^2``)
+QUADRATIC = frozenset({"scip"})
+
 
 def is_auto(name: str) -> bool:
     """Whether ``name`` asks for ``"auto"`` (case and spaces ignored, as in :func:`get`)."""

@@ -76,6 +76,25 @@ def _linear(expr: Any, what: str) -> tuple[list[Any], list[float], float]:
     return list(repn.linear_vars), [float(a) for a in repn.linear_coefs], float(repn.constant)
 
 
+def _quadratic(expr: Any, column_of: dict[int, Any]) -> Any:
+    """A quadratic Pyomo expression as a SCIP expression (the ℓ2 objective's ``t <= Σ g_j^2``,
+    which SCIP solves by spatial branching)."""
+    import pyscipopt
+    from pyomo.repn import generate_standard_repn
+
+    repn = generate_standard_repn(expr, compute_values=True, quadratic=True)
+    if repn.nonlinear_expr is not None:
+        raise SolverError("SCIP adapter: a constraint is neither linear nor quadratic")
+    square = pyscipopt.quicksum(
+        float(a) * column_of[id(u)] * column_of[id(v)]
+        for (u, v), a in zip(repn.quadratic_vars, repn.quadratic_coefs)
+    )
+    line = pyscipopt.quicksum(
+        float(a) * column_of[id(v)] for v, a in zip(repn.linear_vars, repn.linear_coefs)
+    )
+    return square + line + float(repn.constant)
+
+
 def _bound(value: Any) -> float | None:
     import pyomo.environ as pe
 
@@ -236,8 +255,12 @@ class ScipSolver:
             column_of[id(var)] = col
             columns.append((var, col))
         for con in model.component_data_objects(pe.Constraint, active=True, descend_into=True):
-            variables, coefs, constant = _linear(con.body, f"constraint {con.name}")
             lower, upper = _bound(con.lower), _bound(con.upper)
+            if con.body.polynomial_degree() == 2:
+                body = _quadratic(con.body, column_of)
+                scip.addCons(_ranged(body, lower, upper, 0.0), name=con.name)
+                continue
+            variables, coefs, constant = _linear(con.body, f"constraint {con.name}")
             if not variables:  # every variable fixed: a check, not a row
                 if (lower is not None and constant < lower - 1e-9) or (
                     upper is not None and constant > upper + 1e-9
