@@ -16,6 +16,7 @@ from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.formulation import ModelSpec, build
+from lipopt.formulation.l2 import first_breakpoints
 from lipopt.formulation.objective import set_cutoff
 from lipopt.formulation.products import gate_products
 from lipopt.heuristics.starts import attack_witness
@@ -34,6 +35,7 @@ from lipopt.strategies.halves import (
     sign_halves,
     sign_split_entry,
 )
+from lipopt.strategies.l2_outer import outer_approximation
 from lipopt.strategies.refine import (
     ModelProblem,
     Solved,
@@ -88,9 +90,10 @@ def _built_and_solved(
         timings["bounds"] = time.perf_counter() - call_start
     _check_build_fits(query, limit, call_start, ctx)
     start = time.perf_counter()
+    quadratic = node.l2_objective == "quadratic"
     lip = build(
         query.network, query.domain, query.seed, query.norm, net_bounds,
-        ModelSpec(not config.exact, node.decompose, node.formulation, tangent),
+        ModelSpec(not config.exact, node.decompose, node.formulation, tangent, quadratic),
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = _start_witness(node, query, limit, call_start, timings, ctx)
@@ -158,8 +161,12 @@ def _answer(
     start_witness: Witness | None,
     ctx: Context,
 ) -> Bracket:
-    """The built model maximised: as a union where planned and possible, else whole."""
+    """The built model maximised: the ℓ2 model by outer approximation, as a union where planned
+    and possible, else whole."""
     lip, net_bounds, query = problem.lip, problem.net_bounds, problem.query
+    if lip.squared:
+        first = first_breakpoints(net_bounds.input_grad_lower, net_bounds.input_grad_upper)
+        return outer_approximation(problem, first, timings, start_witness)
     if lip.candidates:
         products = None
         if node.products:

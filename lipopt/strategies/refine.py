@@ -110,7 +110,7 @@ def solve_refined(
     if not relax:
         _refine(problem, options, say, cutoff, solved)
     if first.values is not None:
-        solved.points.append(_solver_point(problem, first.values))
+        solved.points.append(solver_point(problem, first.values))
     return solved
 
 
@@ -186,7 +186,7 @@ def solve_once(adapter: Any, model: Any, options: SolveOptions) -> SolveResult:
         raise SolverFailure(f"{adapter.name} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _solver_point(problem: ModelProblem, values: Any) -> FloatArray:
+def solver_point(problem: ModelProblem, values: Any) -> FloatArray:
     """The solver's input point, clipped to the domain (an input no constraint uses, as in a
     network without hidden layers, has no solver value: the domain's centre)."""
     low, high = problem.query.domain.bounding_box()
