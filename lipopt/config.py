@@ -18,7 +18,7 @@ from lipopt.balance import balanced
 from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation.build import Formulation
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm
+from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm
 from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.regions import RegionOptions
@@ -102,7 +102,7 @@ def configure(
     in the order users have always seen the messages in. ``objective`` is ``(c, output_norm)``;
     ``levers`` the keyword options (every key of :class:`SolveConfig`). The query's network is
     ``network`` with badly scaled neurons balanced (:func:`lipopt.balance.balanced`)."""
-    input_norm = InputNorm.polyhedral(norm)
+    input_norm = InputNorm.parse(norm)
     mode = levers["mode"]
     mode = Mode(mode) if not isinstance(mode, Mode) else mode
     _check_limits(levers)
@@ -161,6 +161,10 @@ def resolve_formulation(
     if form is Formulation.FORWARD and not query.fixed_c:
         raise LipschitzError(
             "the forward formulation needs a fixed c; with an output norm use 'backward'"
+        )
+    if form is Formulation.FORWARD and query.norm not in POLYHEDRAL:
+        raise LipschitzError(
+            "the forward formulation takes the linf and l1 input norms; for l2 use 'backward'"
         )
     return form
 

@@ -61,7 +61,7 @@ class Driver:
         query, config = configure(
             query.network, query.domain, query.norm, objective(query), levers, ctx.policy
         )
-        node = plan(query, config, here(ctx.policy, config), ctx.policy)
+        node = plan(query, config, here(ctx.policy, config, query), ctx.policy)
         return self.run(node, query, config.time_limit, ctx)
 
 
@@ -73,11 +73,16 @@ def objective(query: Query) -> tuple[Any, OutputNorm | None]:
     return (None, query.seed) if isinstance(query.seed, OutputNorm) else (query.seed, None)
 
 
-def here(policy: Policy, config: SolveConfig) -> Facts:
-    """This machine's facts; the solvers a plan may pick by itself (the race's, with
-    ``solver="auto"``) are checked only where the formulations may race."""
-    racing = config.formulation is None and is_auto(config.solver)
-    return facts_here(frozenset(policy.auto_race_solvers.values()) if racing else frozenset())
+def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
+    """This machine's facts; the solvers a plan may pick by itself (with ``solver="auto"``:
+    the race's where the formulations may race, the ℓ2 solver for the ℓ2 norm) are checked
+    only there."""
+    picks: set[str] = set()
+    if is_auto(config.solver) and config.formulation is None:
+        picks |= set(policy.auto_race_solvers.values())
+    if is_auto(config.solver) and query.norm is InputNorm.L2:
+        picks.add(policy.auto_l2_solver)
+    return facts_here(frozenset(picks))
 
 
 def context(progress: Say | None, policy: Policy, stop: StopHook | None = None) -> Context:
@@ -103,7 +108,7 @@ def answer(
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)
-    node = plan(query, config, here(policy, config), policy)
+    node = plan(query, config, here(policy, config, query), policy)
     ctx = context(progress, policy)
     try:
         bracket = DRIVER.run(node, query, config.time_limit, ctx)
@@ -186,7 +191,7 @@ def solve_entry(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),
         {**LEVER_DEFAULTS, **arguments}, policy,
     )  # fmt: skip
-    node = plan(query, config, here(policy, config), policy)
+    node = plan(query, config, here(policy, config, query), policy)
     return DRIVER.run(node, query, config.time_limit, context(None, policy, stop))
 
 

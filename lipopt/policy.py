@@ -78,6 +78,14 @@ AUTO_RACE_NORMS = frozenset({"linf"})
 #: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
 AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
 
+#: ``solver="auto"`` with the ℓ2 input norm: who solves the exact model. SCIP takes the
+#: objective ``t <= ||g||_2^2`` itself (spatial branching, one search); HiGHS needs the chords'
+#: rounds (lipopt.strategies.l2_outer), each a fresh MIP. On a [8,16,16,2] ℓ∞ ball of radius
+#: 0.3 (seed 500), SCIP's quadratic model was optimal in 12 s while HiGHS's rounds stood at
+#: [3.78, 4.68] after 60 s (benchmarks/l2.py measures both on more networks). HiGHS is used
+#: where SCIP is not installed.
+AUTO_L2_SOLVER = "scip"
+
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
 
@@ -200,6 +208,7 @@ class Policy:
     wide_checks: int
     auto_race_norms: frozenset[str]
     auto_race_solvers: dict[str, str]
+    auto_l2_solver: str
     min_solve_share: float
     min_race_seconds: float
     min_leader_split_seconds: float

@@ -154,7 +154,7 @@ class SearchState:
     def norm_bound(self, lower: FloatArray, upper: FloatArray) -> float:
         """Upper bound on ``||g||_{α*}`` for ``g`` in ``[lower, upper]``, with the prune slack."""
         magnitude = np.maximum(np.abs(lower), np.abs(upper))
-        value = float(magnitude.sum() if self.norm is InputNorm.LINF else magnitude.max())
+        value = float(dual_norm(magnitude, self.norm))
         return value * (1.0 + PRUNE_SLACK)
 
     def linear_bound(self, states: list[NDArray[np.int8]], backward: Backward) -> float:

@@ -255,7 +255,7 @@ def search_regions(
     """
     start = time.perf_counter()
     options = options or RegionOptions()
-    search = SearchState(network, box_lower, box_upper, c, InputNorm.polyhedral(norm), bounds)
+    search = SearchState(network, box_lower, box_upper, c, InputNorm.parse(norm), bounds)
     walk = _Walk(search, options, start, progress)
     walk.run(search.root(bounds.states))
     upper = max(search.best, search.unverified, walk.open_bound)

@@ -69,7 +69,7 @@ def _question(dim: int, depth: int, domain: str, objective: str, norm: str, flag
 
 def _keys() -> list[tuple]:
     """Every query shape under the default flags and every machine; every flag on two."""
-    shapes = itertools.product((2, 5, 16), (1, 2), DOMAINS, OBJECTIVES, ("linf", "l1"))
+    shapes = itertools.product((2, 5, 16), (1, 2), DOMAINS, OBJECTIVES, ("linf", "l1", "l2"))
     keys = [(*shape, "default", facts) for shape in shapes for facts in FACTS]
     for flags, facts in itertools.product(FLAGS, ("1 core", "2 cores")):
         for shape in ((5, 2, "box", "c", "linf"), (16, 2, "box", "c", "l1")):
@@ -125,6 +125,11 @@ def test_plan_keeps_the_rules(key):
         assert DomainSplit not in kinds
     if flags == "lp":
         assert all(not n.config.exact for n in nodes if isinstance(n, Mip))
+    for mip in (n for n in nodes if isinstance(n, Mip)):  # l2: SCIP's quadratic where it can
+        quadratic = norm == "l2" and flags != "lp" and "scip" in facts.solvers
+        expected = None if norm != "l2" else "quadratic" if quadratic else "chords"
+        assert mip.l2_objective == expected
+        assert not quadratic or mip.solver == "scip"
     for race in (n for n in nodes if isinstance(n, Race)):
         backward = next(r for r in race.racers if r.formulation.value == "backward")
         assert backward.solver == ("scip" if "scip" in facts.solvers else "highs")

@@ -36,6 +36,7 @@ def _mip(node: Mip) -> str:
         f"{node.formulation.value} {'MIP' if config.exact else 'LP relaxation'} on {node.solver}"
     ]
     extras = [
+        (f"l2 {node.l2_objective}", node.l2_objective is not None),
         ("decomposed", node.decompose),
         ("gate products", node.decompose and node.products),
         ("sub-network tangents", node.subnets),

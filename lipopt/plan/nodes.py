@@ -28,6 +28,8 @@ class Mip:
         subnets: bound the forward model's tangents by sub-network constants first.
         attack: the gradient attack and pattern climb give the first cutoff.
         products: the ℓ1 candidates of two hidden layers maximised as gate products.
+        l2_objective: the ℓ2 input norm's objective: ``"quadratic"`` (``t <= ||g||_2^2``, SCIP)
+            or ``"chords"`` (refined at each solution, any MIP solver); None for ℓ∞ and ℓ1.
     """
 
     config: SolveConfig
@@ -37,6 +39,7 @@ class Mip:
     attack: bool
     split: str | None
     products: bool
+    l2_objective: str | None = None
 
     @property
     def formulation(self) -> Formulation:

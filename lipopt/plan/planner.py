@@ -10,7 +10,9 @@ tested on its own. The decisions, in order:
    c, a box or ℓ∞ ball), with the rest of the plan as its fallback, and where the formulations
    race, the race at once as its guard for problems that look hard.
 3. The domain split (exact mode, boxes and ℓ∞ balls), each part a MIP.
-4. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
+4. The ℓ2 input norm with ``solver="auto"``: ``auto_l2_solver`` (SCIP, whose model is the
+   quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds).
+5. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
    ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
 """
 
@@ -25,13 +27,16 @@ from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
 from lipopt.regions import RegionOptions
-from lipopt.solvers.registry import AUTO_ADAPTER, is_auto
+from lipopt.solvers.registry import AUTO_ADAPTER, QUADRATIC, is_auto
 from lipopt.split import SplitOptions
 
 
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
     config = _resolved(query, config, policy)
+    if query.norm is InputNorm.L2 and is_auto(config.solver):
+        chosen = policy.auto_l2_solver
+        config = config.but(solver=chosen if chosen in facts.solvers else AUTO_ADAPTER)
     racing = config.formulation is None and (
         facts.processes(adapter_name(config.solver), config.workers, 2) >= 2
     )
@@ -121,7 +126,17 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         split=split,
         # gate products exist for two hidden layers (formulation.products.gate_products)
         products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
+        l2_objective=_l2_objective(query, config),
     )
+
+
+def _l2_objective(query: Query, config: SolveConfig) -> str | None:
+    """The ℓ2 model's objective: ``t <= ||g||_2^2`` where the solver takes it in exact mode,
+    else the chords (the LP mode's relaxation must stay an LP)."""
+    if query.norm is not InputNorm.L2:
+        return None
+    quadratic = config.exact and adapter_name(config.solver) in QUADRATIC
+    return "quadratic" if quadratic else "chords"
 
 
 def adapter_name(solver: str) -> str:
