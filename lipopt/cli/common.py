@@ -12,11 +12,11 @@ from lipopt.network import Network
 
 
 def _add_problem_arguments(
-    parser: argparse.ArgumentParser, output_norm: bool = True, l2: bool = False
+    parser: argparse.ArgumentParser, output_norm: bool = True, l2: str | None = None
 ) -> None:
     """The network, domain and norms: shared by solve, export and compare (without
-    ``--output-norm``: the estimators take a weighting c; with ``l2``: the ℓ2 input norm,
-    which only some estimators take)."""
+    ``--output-norm``: the estimators take a weighting c; with ``l2`` (a note for the help,
+    possibly empty): the ℓ2 input norm, which export does not take)."""
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
     dom = parser.add_argument_group("domain (one of)")
     dom.add_argument(
@@ -35,10 +35,10 @@ def _add_problem_arguments(
     prob = parser.add_argument_group("problem")
     prob.add_argument(
         "--norm",
-        choices=["linf", "l1", "l2"] if l2 else ["linf", "l1"],
+        choices=["linf", "l1", "l2"] if l2 is not None else ["linf", "l1"],
         default="linf",
         help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)"
-        + (", or l2 (max ||grad||_2; not liplp, lipopt3/4, lipmip)" if l2 else ""),
+        + (f", or l2 (max ||grad||_2{l2})" if l2 is not None else ""),
     )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     if not output_norm:

@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The problem (weighting c, no output norm), the methods and output."""
-    _add_problem_arguments(parser, output_norm=False, l2=True)
+    _add_problem_arguments(parser, output_norm=False, l2="; not liplp, lipopt3/4, lipmip")
     run = parser.add_argument_group("methods")
     run.add_argument(
         "--methods",

@@ -24,6 +24,7 @@ examples:
   lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
   lipopt solve net.onnx --box 0,1 --output-norm cross      # the whole output vector
+  lipopt solve net.onnx --box 0,1 --c 1,-1 --norm l2        # max ||grad||_2, exact
   lipopt solve net.onnx --box bounds.json      # {"lower": [...], "upper": [...]}
 
 domain: exactly one of --box or --center/--radius (--ball l1 for an l1 ball). Negative
@@ -65,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction, show_all: bool = False) -> None:
 def _add_solve_arguments(parser: argparse.ArgumentParser, show_all: bool = True) -> None:
     """Every option of ``solve``, group by group, in the order ``--help`` lists them (the
     speed levers' help only with ``show_all``)."""
-    _add_problem_arguments(parser)
+    _add_problem_arguments(parser, l2="")
     _add_solving_arguments(parser)
     perf = parser.add_argument_group("speed levers (each can be switched off)")
     _add_model_levers(perf)
@@ -236,7 +237,7 @@ def _no_model(result: LipschitzResult) -> str:
 
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
     """The short human summary printed without --json."""
-    dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf"}[result.norm]
+    dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf", "l2": "max ||grad||_2"}[result.norm]
     target = (
         f"c = {_format_vector(result.c)}"
         if result.c is not None

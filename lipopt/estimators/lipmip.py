@@ -17,7 +17,7 @@ from lipopt.domain import Domain
 from lipopt.driver import answer
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
 from lipopt.network import Network
-from lipopt.norms import InputNorm
+from lipopt.norms import EVERY_NORM, InputNorm
 
 NAME = "lipmip"
 KIND = Kind.EXACT
@@ -37,7 +37,7 @@ def estimate(
     progress = options.pop("progress", None)
     output_norm = options.pop("output_norm", None)  # refused beside c, as lipschitz() does
     with stopwatch() as elapsed:
-        prob = problem(network, domain, norm, c)
+        prob = problem(network, domain, norm, c, norms=EVERY_NORM)  # l2: the chords or SCIP
         levers = {"solver": solver, **options}
         result = answer(network, domain, prob.norm, (prob.c, output_norm), levers, progress)
     kind = KIND if result.status == "optimal" else Kind.UPPER
