@@ -23,6 +23,7 @@ from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.regions import RegionOptions
 from lipopt.solvers import get
+from lipopt.solvers.registry import QUADRATIC, is_auto
 from lipopt.split import SplitOptions
 
 FloatArray = NDArray[np.float64]
@@ -123,6 +124,7 @@ def configure(
     )
     _check_gate_split(config, query)
     _check_regions(config.regions, config, query)
+    _check_l2_output(config, query)
     return query, config
 
 
@@ -243,6 +245,18 @@ def _check_gate_split(config: SolveConfig, query: Query) -> None:
         raise LipschitzError("the gate split needs mode 'exact' and the l-inf input norm")
     if not query.fixed_c:
         raise LipschitzError("the gate split needs a fixed c, not an output norm")
+
+
+def _check_l2_output(config: SolveConfig, query: Query) -> None:
+    """The ℓ2 output norm's ball is a quadratic row: an exact solve needs a solver that takes
+    one (SCIP; ``auto`` picks it)."""
+    if query.seed is not OutputNorm.L2 or not config.exact or is_auto(config.solver):
+        return
+    if config.solver.strip().lower() not in QUADRATIC:
+        raise LipschitzError(
+            f"the l2 output norm's ball is a quadratic constraint, which {config.solver} does "
+            "not take; use solver scip (or auto), or mode lp for an upper bound"
+        )
 
 
 def regions_applicable(config: SolveConfig, query: Query) -> bool:

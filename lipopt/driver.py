@@ -22,6 +22,7 @@ from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
+from lipopt.plan.planner import uses_l2
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
 from lipopt.query import Query
@@ -80,7 +81,7 @@ def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
     picks: set[str] = set()
     if is_auto(config.solver) and config.formulation is None:
         picks |= set(policy.auto_race_solvers.values())
-    if is_auto(config.solver) and query.norm is InputNorm.L2:
+    if is_auto(config.solver) and uses_l2(query):
         picks.add(policy.auto_l2_solver)
     return facts_here(frozenset(picks))
 

@@ -87,13 +87,16 @@ class OutputNorm(str, Enum):
     The (α, β) constant is ``max_x max_{w ∈ B_β*} ||J(x)^T w||_{α*}`` with ``B_β*`` the dual
     ball of β: ``abs`` (one output) and ``l1`` -> ``[-1, 1]^m``; ``linf`` -> the ℓ1 ball;
     ``cross`` (Definition 22) -> the polytope E = conv({e_i} ∪ {e_i - e_j}) of Proposition 6
-    (|·| in the objective makes E and its symmetric hull give the same value).
+    (|·| in the objective makes E and its symmetric hull give the same value); ``l2`` -> the
+    Euclidean unit ball, not a polytope: the model states ``Σ w_i^2 <= 1`` (SCIP), and with
+    the ℓ2 input norm the constant is the largest spectral norm of the Jacobian.
     """
 
     ABS = "abs"
     L1 = "l1"
     LINF = "linf"
     CROSS = "cross"
+    L2 = "l2"
 
     @classmethod
     def parse(cls, value: str | OutputNorm) -> OutputNorm:
@@ -115,6 +118,9 @@ class OutputNorm(str, Enum):
         if self is OutputNorm.LINF:  # w in the l1 ball: vertices ±e_i
             spread = np.abs(w).max(axis=0)
             return -spread, spread
+        if self is OutputNorm.L2:  # w in the l2 ball: |W^T w|_j <= ||W[:, j]||_2
+            spread = np.linalg.norm(w, axis=0)
+            return -spread, spread
         # cross: vertices e_i and e_i - e_j (i != j), and 0 lies inside
         top, bottom = w.max(axis=0), w.min(axis=0)
         if w.shape[0] == 1:
@@ -123,9 +129,11 @@ class OutputNorm(str, Enum):
 
     def vertices(self, m: int, max_count: int = 1 << 16) -> np.ndarray | None:
         """Vertices of the dual ball (up to sign, which the objective ignores), or None if
-        there are more than ``max_count``."""
+        there are more than ``max_count`` (or none: the ℓ2 ball)."""
         if self is OutputNorm.ABS:
             return np.ones((1, 1))
+        if self is OutputNorm.L2:  # a ball: no vertices
+            return None
         if self is OutputNorm.LINF:
             return np.eye(m)
         if self is OutputNorm.L1:
@@ -145,7 +153,8 @@ def operator_value(
 ) -> float:
     """``max_{w ∈ B_β*} ||J^T w||_{α*}`` for one Jacobian J (m, d), by the dual ball's vertices.
 
-    ℓ1 input with ℓ1 output has the closed form ``max_j ||J[:, j]||_1``; where the vertices are
+    ℓ1 input with ℓ1 output has the closed form ``max_j ||J[:, j]||_1``; the ℓ2 output norm has
+    its own (:func:`_l2_output_value`); where the vertices are
     too many (only ℓ1 output norms on more than 17 outputs), the value at ``hint`` (e.g. the
     solver's w) is a lower bound, once pulled into the dual ball (the ℓ∞ unit ball): a solver's
     w may stand outside it by its tolerance, and its value would then exceed what is attained.
@@ -155,6 +164,8 @@ def operator_value(
     jac = np.asarray(jacobian, dtype=np.float64)
     if alpha is InputNorm.L1 and beta in (OutputNorm.L1, OutputNorm.ABS):
         return float(np.abs(jac).sum(axis=0).max())
+    if beta is OutputNorm.L2:
+        return _l2_output_value(jac, alpha, hint)
     verts = beta.vertices(jac.shape[0])
     if verts is None:  # ℓ1 output: its dual ball is the ℓ∞ unit ball
         if hint is None:
@@ -162,3 +173,28 @@ def operator_value(
         w = np.asarray(hint, dtype=np.float64).reshape(1, -1)
         verts = w / max(1.0, float(np.abs(w).max()))
     return float(np.max(dual_norm(verts @ jac, alpha)))
+
+
+#: the ℓ2 output norm with the ℓ∞ input norm enumerates sign vectors up to this many inputs
+MAX_SIGN_INPUTS = 16
+
+
+def _l2_output_value(jac: np.ndarray, alpha: InputNorm, hint: np.ndarray | None) -> float:
+    """``max_{||w||_2 <= 1} ||J^T w||_{α*}``: ℓ2 input, the spectral norm ``σ_max(J)``; ℓ1 input,
+    ``max_j ||J[:, j]||_2``; ℓ∞ input, ``max_{s ∈ {±1}^d} ||J s||_2`` (``||J^T w||_1 =
+    max_s s^T J^T w``), enumerated up to :data:`MAX_SIGN_INPUTS` inputs, beyond that the value
+    at ``hint`` pulled into the ball (a lower bound; 0 without one)."""
+    if alpha is InputNorm.L2:
+        return float(np.linalg.norm(jac, 2)) if jac.size else 0.0
+    if alpha is InputNorm.L1:
+        return float(np.linalg.norm(jac, axis=0).max())
+    d = jac.shape[1]
+    if d <= MAX_SIGN_INPUTS:
+        signs = ((np.arange(1 << max(d - 1, 0))[:, None] >> np.arange(d - 1)) & 1) * -2.0 + 1.0
+        signs = np.hstack([np.ones((signs.shape[0], 1)), signs])  # s and -s give the same norm
+        return float(np.linalg.norm(signs @ jac.T, axis=1).max())
+    if hint is None:
+        return 0.0
+    w = np.asarray(hint, dtype=np.float64).reshape(-1)
+    w = w / max(1.0, float(np.linalg.norm(w)))
+    return float(np.abs(jac.T @ w).sum())

@@ -229,6 +229,23 @@ def cross_norm(y: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(y).max(axis=-1), y.max(axis=-1) - y.min(axis=-1))
 
 
+def l2_output_norm(jac: np.ndarray, input_norm: str) -> float:
+    """``max_{||w||_2 <= 1} ||J^T w||_{alpha*}`` for one Jacobian J (m, d), the l2 output norm
+    (its dual ball is the Euclidean ball, not a polytope): l2 input, the largest singular value;
+    l1 input (dual linf), the largest column norm ``max_j ||J[:, j]||_2``; linf input (dual l1),
+    ``||J^T w||_1 = max_s s^T J^T w`` over sign vectors s, so ``max_s ||J s||_2`` over all 2^d."""
+    jac = np.asarray(jac, dtype=np.float64)
+    if input_norm == "l2":
+        return float(np.linalg.svd(jac, compute_uv=False)[0])
+    if input_norm == "l1":
+        return float(np.sqrt((jac**2).sum(axis=0)).max())
+    if input_norm == "linf":
+        d = jac.shape[1]
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d)))
+        return float(np.sqrt(((signs @ jac.T) ** 2).sum(axis=1)).max())
+    raise ValueError(f"unknown input norm {input_norm!r}")
+
+
 def _dual_rows(c: Any, output_norm: str, m: int) -> np.ndarray:
     if c is not None:
         cvec = np.asarray(c, dtype=np.float64).reshape(-1)
@@ -287,6 +304,8 @@ def gradient_norms(
     """``max_w ||J(x)^T w||_{alpha*}`` at each point of a batch (relu'(0) = 0)."""
     weights = _as_weights(weights)
     jac = jacobians(weights, x)
+    if c is None and output_norm == "l2":
+        return np.array([l2_output_norm(j, input_norm) for j in jac])
     rows = _dual_rows(c, output_norm, jac.shape[1])
     grads = np.einsum("km,nmd->nkd", rows, jac)
     return dual_norm(grads, input_norm).max(axis=1)
@@ -534,8 +553,8 @@ def brute_force_lipschitz(
             or ``("l1", center, radius)`` (``{x : ||x - center||_1 <= radius}``).
         c: for the scalar function ``c^T f``; ``None`` for the vector case with ``output_norm``.
         input_norm: ``"linf"`` (gradient measured in l1), ``"l1"`` (in linf) or ``"l2"``.
-        output_norm: ``"abs"`` (m == 1), ``"l1"``, ``"linf"`` or ``"cross"``; ignored if ``c``
-            is given.
+        output_norm: ``"abs"`` (m == 1), ``"l1"``, ``"linf"``, ``"cross"`` or ``"l2"``
+            (:func:`l2_output_norm`); ignored if ``c`` is given.
         tol: a region counts iff (region ∩ domain) contains a Euclidean ball of radius ``> tol``.
         collect_regions: also return every region in ``result.regions``.
         lp_backend: ``"highspy"`` (incremental, fast) or ``"linprog"`` (scipy); same answers.
@@ -553,7 +572,7 @@ def brute_force_lipschitz(
     weights = _as_weights(weights)
     d = weights[0][0].shape[1]
     m = weights[-1][0].shape[0]
-    dual_rows = _dual_rows(c, output_norm, m)
+    dual_rows = None if c is None and output_norm == "l2" else _dual_rows(c, output_norm, m)
     if input_norm not in INPUT_DUAL:
         raise ValueError(f"unknown input norm {input_norm!r}")
     if bbox_filter not in ("fbbt", "lp", "auto", "none"):
@@ -573,7 +592,10 @@ def brute_force_lipschitz(
     def leaf(h_a: np.ndarray, point: np.ndarray, margin: float) -> None:
         nonlocal n_regions
         n_regions += 1
-        values = dual_norm(dual_rows @ (weights[-1][0] @ h_a), input_norm)
+        if dual_rows is None:  # the l2 output norm: a ball, no vertices
+            values = np.array([l2_output_norm(weights[-1][0] @ h_a, input_norm)])
+        else:
+            values = dual_norm(dual_rows @ (weights[-1][0] @ h_a), input_norm)
         k = int(np.argmax(values))
         pattern = tuple(mk.copy() for mk in masks)
         _verify_leaf(weights, pattern, point)
@@ -585,7 +607,7 @@ def brute_force_lipschitz(
                 pattern=pattern,
                 point=point.copy(),
                 margin=margin,
-                dual=dual_rows[k].copy(),
+                dual=None if dual_rows is None else dual_rows[k].copy(),
             )
 
     def enter(

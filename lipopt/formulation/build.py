@@ -104,7 +104,8 @@ class ModelSpec:
     """Which model to build: its LP relaxation (``relax``) or the MIP, the ℓ1 decomposition's
     first candidate (``decompose``), the :class:`Formulation`, the forward model's tangent
     bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`), and for ℓ2 the
-    exact quadratic objective (``quadratic``, SCIP) instead of the chords."""
+    exact quadratic objective (``quadratic``, SCIP) instead of the chords; ``quadratic`` is also
+    what the ℓ2 output norm's ball needs in exact mode."""
 
     relax: bool = False
     decompose: bool = False
@@ -155,7 +156,12 @@ def build(
         lip.stats = _model_stats(lip, bounds)
         return lip
     if isinstance(seed, OutputNorm):
-        w = add_dual_ball(model, seed, network.output_dim)
+        if seed is OutputNorm.L2 and not relax and not spec.quadratic:
+            raise ValueError(
+                "the l2 output norm's ball is a quadratic constraint, which only SCIP takes in "
+                "exact mode (--solver scip or auto); --mode lp bounds it with any solver"
+            )
+        w = add_dual_ball(model, seed, network.output_dim, relax)
     else:
         w = [float(v) for v in np.asarray(seed, dtype=np.float64)]
     gradient = add_backward(model, network, bounds, activations, w)

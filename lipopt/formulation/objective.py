@@ -164,16 +164,31 @@ def _cross_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
     return w
 
 
+def l2_ball(model: pe.ConcreteModel, m: int) -> list[Term]:
+    """``w ∈ [-1, 1]^m`` with ``Σ w_i^2 <= 1`` (constraint ``w_ball``, convex quadratic): the
+    unit ball of ℓ2, its own dual. Only a solver with quadratic rows takes it (SCIP); the LP
+    relaxation keeps the box alone, an outer ball, so its bound stays an upper bound."""
+    w = box_ball(model, m)
+    model.w_ball = pe.Constraint(expr=pe.quicksum(v * v for v in w) <= 1)
+    return w
+
+
 DUAL_BALLS: dict[OutputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {
     OutputNorm.ABS: box_ball,
     OutputNorm.L1: box_ball,
     OutputNorm.LINF: l1_ball,
     OutputNorm.CROSS: _cross_ball,
+    OutputNorm.L2: l2_ball,
 }
 
 
-def add_dual_ball(model: pe.ConcreteModel, norm: OutputNorm, m: int) -> list[Term]:
-    """Variables ``w`` ranging over the dual ball of the output norm (paper eq. 92)."""
+def add_dual_ball(
+    model: pe.ConcreteModel, norm: OutputNorm, m: int, relax: bool = False
+) -> list[Term]:
+    """Variables ``w`` ranging over the dual ball of the output norm (paper eq. 92); the LP
+    relaxation's ℓ2 ball is the box around it."""
+    if norm is OutputNorm.L2 and relax:
+        return box_ball(model, m)
     return DUAL_BALLS[norm](model, m)
 
 

@@ -11,7 +11,8 @@ tested on its own. The decisions, in order:
    race, the race at once as its guard for problems that look hard.
 3. The domain split (exact mode, boxes and ℓ∞ balls), each part a MIP.
 4. The ℓ2 input norm with ``solver="auto"``: ``auto_l2_solver`` (SCIP, whose model is the
-   quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds).
+   quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds); the same
+   for the ℓ2 output norm, whose ball ``Σ w_i^2 <= 1`` only SCIP takes.
 5. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
    ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from lipopt.config import SolveConfig, regions_applicable
 from lipopt.domain import Box, LinfBall
 from lipopt.formulation.build import Formulation
-from lipopt.norms import InputNorm
+from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
 from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
@@ -34,7 +35,7 @@ from lipopt.split import SplitOptions
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
     config = _resolved(query, config, policy)
-    if query.norm is InputNorm.L2 and is_auto(config.solver):
+    if uses_l2(query) and is_auto(config.solver):
         chosen = policy.auto_l2_solver
         config = config.but(solver=chosen if chosen in facts.solvers else AUTO_ADAPTER)
     racing = config.formulation is None and (
@@ -128,6 +129,11 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
         l2_objective=_l2_objective(query, config),
     )
+
+
+def uses_l2(query: Query) -> bool:
+    """The ℓ2 input or output norm: SCIP's quadratic rows where ``solver="auto"``."""
+    return query.norm is InputNorm.L2 or query.seed is OutputNorm.L2
 
 
 def _l2_objective(query: Query, config: SolveConfig) -> str | None:
