@@ -66,7 +66,7 @@ def gradient_variables(
     """One variable ``g_l2[j] = g_j`` (bounded by ``[l_j, u_j]``) per non-constant entry, so the
     solver reports the gradient; constant entries stay numbers."""
     free = [j for j, gj in enumerate(gradient) if not is_constant(gj)]
-    model.g_l2 = pe.Var(free, bounds=lambda _, j: (float(lower[j]), float(upper[j])))
+    model.g_l2 = pe.Var(free, bounds=lambda _, j: (float(lower[j]), float(max(upper[j], lower[j]))))
     model.g_l2_def = pe.Constraint(free, rule=lambda m, j: m.g_l2[j] == gradient[j])
     return [model.g_l2[j] if j in model.g_l2 else float(gj) for j, gj in enumerate(gradient)]
 

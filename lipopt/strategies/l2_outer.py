@@ -9,8 +9,10 @@ every entry on a breakpoint has ``B_r = ||g*||_2^2``, attained by ``g*``: if the
 ``g*`` is full-dimensional its witness closes the bracket, and if it is lower-dimensional
 (no gradient there) its pattern is cut off by a no-good cut as in
 :mod:`lipopt.strategies.refine`. The gradients are finitely many (one per activation pattern),
-so the rounds end: exact, with the witness in a full-dimensional region. From the second round
-the solver must beat the best attained value (``objective >= (L_lower)^2``, less 1e-6).
+so the rounds end: exact, with the witness in a full-dimensional region (for an output norm,
+``g = J^T w`` over a dual ball whose maximum sits at a vertex, finitely many again). Once a
+value is attained (from the start, where an attack or a start point gave one) the solver must
+beat it (``objective >= (L_lower)^2``, less 1e-6).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lipopt.bracket import Bracket, closed
+from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.formulation.l2 import chord_value, set_squared_objective, with_breakpoint
 from lipopt.formulation.objective import set_cutoff
 from lipopt.heuristics.witness import Witness, attains, below, value_at
 from lipopt.progress import heartbeat
-from lipopt.solvers import NoBoundError, SolveResult, Termination
+from lipopt.solvers import NoBoundError, SolveResult, SolverFailure, Termination
+from lipopt.strategies.floor import carrying, floor_bracket
 from lipopt.strategies.refine import (
     ModelProblem,
     exclude_pattern,
@@ -54,6 +57,9 @@ class Outer:
         upper: the smallest proven upper bound on ``L`` (inf before the first bound).
         rounds, cuts, nodes, seconds: solves so far, no-good cuts, solver nodes, solver time.
         last: the last round's answer.
+        added: breakpoints added per round.
+        stopped: why the rounds ended before the bracket met ("time", a termination's value,
+            or a reason in words).
     """
 
     breakpoints: list[np.ndarray]
@@ -65,6 +71,7 @@ class Outer:
     seconds: float = 0.0
     last: SolveResult | None = None
     added: list[int] = field(default_factory=list)
+    stopped: str = ""
 
 
 def outer_approximation(
@@ -93,6 +100,7 @@ def _round(problem: ModelProblem, state: Outer) -> bool:
     lip, say = problem.lip, problem.say
     remaining = problem.remaining()
     if state.rounds and remaining is not None and remaining <= 0:
+        state.stopped = "time"
         return False
     if not lip.quadratic:
         set_squared_objective(lip.model, lip.gradient, state.breakpoints, lip.relaxed)
@@ -114,12 +122,15 @@ def _round(problem: ModelProblem, state: Outer) -> bool:
     raise_on_failure(result)
     if result.bound is not None:
         state.upper = min(state.upper, math.sqrt(max(float(result.bound), 0.0)))
+    finished = result.termination in (Termination.OPTIMAL, Termination.GAP_LIMIT)
+    if not finished:
+        state.stopped = result.termination.value  # the time ran out, or a stop was asked
     if result.values is None or lip.relaxed:
         _note_point(problem, state, result)
         return False
     exact_at = _read_round(problem, state, result)
     say(_progress(state))
-    if _finished(problem, state) or result.termination is not Termination.OPTIMAL:
+    if _finished(problem, state) or not finished:
         return False
     return _refine(problem, state, result, exact_at)
 
@@ -158,11 +169,20 @@ def _cut(problem: ModelProblem, state: Outer, result: SolveResult) -> bool:
     closed), so its region is lower-dimensional: cut it off, within ``max_refinements``."""
     lip, values = problem.lip, result.values
     pattern = full_pattern(lip, problem.net_bounds, values)
-    check = check_region(problem.network, pattern, problem.domain, problem.remaining())
+    check = check_region(problem.network, pattern, problem.domain, _check_time(problem))
     limit = problem.max_refinements
-    if check.dimension is not Dimension.LOWER or (limit is not None and state.cuts >= limit):
+    if check.dimension is not Dimension.LOWER:
+        state.stopped = (
+            "the optimum's region could not be checked in time"
+            if check.dimension is not Dimension.FULL
+            else "the optimum's region is full-dimensional, yet its value stays below the bound"
+        )
+        return False
+    if limit is not None and state.cuts >= limit:
+        state.stopped = f"the limit of {limit} excluded pattern(s) was reached"
         return False
     if not exclude_pattern(lip, values, check.support):
+        state.stopped = "a lower-dimensional optimum had no binary to cut"
         return False
     state.cuts += 1
     problem.say(f"optimum on a lower-dimensional region; excluding it ({state.cuts})")
@@ -176,7 +196,7 @@ def _note_point(problem: ModelProblem, state: Outer, result: SolveResult) -> Non
         return
     lip, query = problem.lip, problem.query
     pattern = full_pattern(lip, problem.net_bounds, result.values)
-    check = check_region(query.network, pattern, query.domain, problem.remaining())
+    check = check_region(query.network, pattern, query.domain, _check_time(problem))
     found = [] if state.best is None else [state.best]
     if check.dimension is Dimension.FULL and check.point is not None:
         hint = w_values(lip, result.values)
@@ -185,6 +205,13 @@ def _note_point(problem: ModelProblem, state: Outer, result: SolveResult) -> Non
     own = problem.witness_of([solver_point(problem, result.values)])
     found.extend([] if own is None else [own])
     state.best = max(found, key=lambda w: w.norm_value, default=None)
+
+
+def _check_time(problem: ModelProblem) -> float | None:
+    """Seconds for a margin LP: what is left, and at least one (a round that ended just before
+    the deadline still gets its point checked, as in :mod:`lipopt.strategies.refine`)."""
+    left = problem.remaining()
+    return None if left is None else max(left, 1.0)
 
 
 def _solution_gradient(problem: ModelProblem, result: SolveResult) -> list[float]:
@@ -216,7 +243,12 @@ def _progress(state: Outer) -> str:
 def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> Bracket:
     """The outer approximation's answer: the smallest proven bound, the best attained value."""
     lower = None if state.best is None else state.best.norm_value
-    upper = state.upper if lower is None else max(state.upper, lower)
+    if lower is not None and contradicts(state.upper, lower):  # a bound below a fact
+        raise carrying(
+            SolverFailure(wrong_bound(_solver(state), state.upper, lower)),
+            floor_bracket(problem.query, problem.net_bounds, state.best, timings),
+        )
+    upper = state.upper if lower is None else max(state.upper, lower)  # within the tolerance
     status = _status(problem, state, upper, lower)
     rounds = (
         "l2 model t <= ||g||^2 (spatial branching)"
@@ -224,6 +256,8 @@ def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> 
         else f"l2 outer approximation: {state.rounds} round(s), {sum(state.added)} breakpoints"
     )
     cuts = f", {state.cuts} lower-dimensional pattern(s) excluded" if state.cuts else ""
+    if status == "optimal" and not closed(upper, lower) and state.stopped:
+        cuts += f"; the rounds stopped: {state.stopped}"
     stats = model_stats(problem.lip)
     stats["binaries"] = stats["binaries"] if problem.lip.relaxed else len(problem.lip.binaries())
     return Bracket(
@@ -234,7 +268,7 @@ def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> 
         exact_certified=status == "optimal" and attains(upper, state.best),
         model_stats=stats,
         timings=timings,
-        solver=state.last.solver if state.last is not None else "",
+        solver=_solver(state),
         nodes=state.nodes or None,
         refinements=state.cuts,
         message=rounds + cuts,
@@ -242,14 +276,22 @@ def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> 
     )
 
 
+def _solver(state: Outer) -> str:
+    return state.last.solver if state.last is not None else ""
+
+
 def _status(problem: ModelProblem, state: Outer, upper: float, lower: float | None) -> str:
+    """``optimal`` where the bracket met; a requested gap met; the time limit or the stop that
+    ended a round; else ``optimal`` for a bracket that did not meet, which the driver reports as
+    ``upper_bound`` with the reason (:func:`lipopt.driver.honest`), as for ℓ∞ and ℓ1."""
     if problem.lip.relaxed:
         return "relaxation"
     if closed(upper, lower):
         return "optimal"
     if problem.gap and lower is not None and upper - lower <= problem.gap * upper:
         return "gap_limit"
-    last = state.last.termination if state.last is not None else Termination.TIME_LIMIT
-    if last in (Termination.OPTIMAL, Termination.GAP_LIMIT):
+    if state.stopped == "time":
         return "time_limit"  # rounds left when the time ran out
-    return last.value
+    if state.stopped in {t.value for t in Termination}:
+        return state.stopped
+    return "optimal"
