@@ -1,13 +1,13 @@
 """The ℓ2 input norm in SHOR and HR-2 (issue 27: "ℓ2 changes only the t constraint"), against
 the brute-force oracle's exact ℓ2 constant and sampled gradients; and the one-line refusals
-wherever ℓ2 is not built (the exact MIP, the other estimators)."""
+wherever ℓ2 is not built (a single exported model, LiPopt-k)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lipopt import Box, LinfBall, lipschitz
+from lipopt import Box, LinfBall, build_model
 from lipopt.compare import compare
 from lipopt.estimators import ESTIMATORS, Kind, hr2, lipopt_k, shor
 from lipopt.estimators.base import EstimatorOutOfScope
@@ -18,7 +18,10 @@ from tests.oracle import brute_force_lipschitz, from_lipopt, sampled_max_gradien
 require_module("cvxpy")
 
 #: the methods that take the ℓ2 input norm; every other one says it does not
-L2_METHODS = {"naive", "random", "attack", "fastlip", "clever", "seqlip", "lipsdp", "shor", "hr2"}
+L2_METHODS = {
+    "naive", "random", "attack", "fastlip", "clever", "seqlip", "lipsdp", "shor", "hr2",
+    "lipmip", "liplp",
+}  # fmt: skip
 
 
 def _cases() -> list[tuple[int, object, object]]:
@@ -68,10 +71,11 @@ def test_every_neuron_stable_gives_the_l2_norm_of_the_gradient():
         assert est.value == pytest.approx(np.linalg.norm(gradient), rel=1e-4)
 
 
-def test_the_exact_method_refuses_l2_in_one_line():
+def test_a_single_exported_model_refuses_l2_in_one_line():
+    """The ℓ2 objective is refined while solving, so no single model is exported."""
     net = random_network(np.random.default_rng(1), [2, 4, 1])
-    with pytest.raises(ValueError, match="^the exact constant in the l2 input norm is not built"):
-        lipschitz(net, Box(-np.ones(2), np.ones(2)), norm="l2")
+    with pytest.raises(ValueError, match="^a single exported model takes the linf and l1"):
+        build_model(net, Box(-np.ones(2), np.ones(2)), norm="l2")
 
 
 def test_every_other_estimator_says_it_does_not_take_l2():
@@ -89,8 +93,11 @@ def test_every_other_estimator_says_it_does_not_take_l2():
 def test_compare_in_l2_lists_what_it_could_not_run():
     net = random_network(np.random.default_rng(3), [3, 5, 1])
     box = Box(np.zeros(3), np.ones(3))
-    results = {r.name: r for r in compare(net, box, "l2", methods="random,shor,hr2,lipmip")}
-    assert "l2" in results["lipmip"].reason
+    methods = "random,shor,hr2,lipmip,liplp,lipopt3"
+    results = {r.name: r for r in compare(net, box, "l2", methods=methods)}
+    assert "linf input norm" in results["lipopt3"].reason
     oracle = brute_force_lipschitz(*from_lipopt(net, box), np.ones(1), "l2").value
     assert results["random"].value <= oracle * (1 + 1e-9) <= results["hr2"].value * (1 + 1e-9)
     assert results["shor"].value >= oracle * (1 - 1e-9)
+    assert results["lipmip"].value == pytest.approx(oracle, rel=1e-6)  # the exact value
+    assert results["liplp"].value >= oracle * (1 - 1e-9)
