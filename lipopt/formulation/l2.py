@@ -13,7 +13,9 @@ constant; where the maximiser's entries all sit on breakpoints, ``B`` is attaine
 
 Maximising a convex piecewise-linear function needs binaries (the incremental formulation):
 ``g = b_0 + Σ_k δ_k``, ``0 <= δ_k <= Δ_k = b_k - b_{k-1}``, and per inner breakpoint a binary
-``y_k`` (k = 1..K-1, "segment k is full"): ``δ_k >= Δ_k y_k``, ``δ_{k+1} <= Δ_{k+1} y_k``.
+``y_k`` (k = 1..K-1, "segment k is full"): ``δ_k >= Δ_k y_k``, ``δ_{k+1} <= Δ_{k+1} y_k``,
+and ``y_k <= y_{k-1}`` (implied, but stated: on a short segment the rows above hold it only
+within the solver's tolerance).
 Then ``Σ_k (b_{k-1} + b_k) δ_k + b_0^2 = s_j(g)`` exactly. Two breakpoints (the entry's bounds)
 need no binary; relaxed binaries give the chord over ``[b_0, b_K]``, still an over-estimate.
 """
@@ -32,8 +34,10 @@ pe = lazy_module("pyomo.environ")
 
 FloatArray = NDArray[np.float64]
 
-#: a new breakpoint closer than this (relative to the entry's range) to an old one is not added
-BREAKPOINT_SPACING = 1e-9
+#: a new breakpoint closer than this (relative to the entry's range) to an old one is not added:
+#: the chord's error there is at most (spacing · range / 2)^2, and a shorter segment's rows
+#: would sit within the solvers' feasibility tolerance
+BREAKPOINT_SPACING = 1e-6
 
 
 def first_breakpoints(lower: FloatArray, upper: FloatArray) -> list[FloatArray]:
@@ -125,6 +129,8 @@ def _chords(block: pe.Block, j: int, gj: Term, points: FloatArray, relax: bool) 
     for k in range(len(widths) - 1):
         links.add(fill[k] >= float(widths[k]) * full[k])
         links.add(fill[k + 1] <= float(widths[k + 1]) * full[k])
+        if k:  # implied by the two rows above, but not within a solver's tolerance on a short
+            links.add(full[k] <= full[k - 1])  # segment: measured, it let later ones fill first
     return float(points[0]) ** 2 + pe.quicksum(float(slopes[k]) * fill[k] for k in segments)
 
 
