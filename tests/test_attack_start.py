@@ -148,7 +148,7 @@ def test_auto_attacks_only_in_the_racers(monkeypatch):
 
     monkeypatch.setattr(race_module, "race_answers", fake_race)
     two_cores = Facts(cores=2, fork=True, solvers=frozenset({"highs", "scip"}))
-    monkeypatch.setattr(driver_module, "here", lambda policy, config: two_cores)
+    monkeypatch.setattr(driver_module, "here", lambda policy, config, query: two_cores)
     monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
     try:
         lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)

@@ -50,11 +50,7 @@ def _add_problem_arguments(
         else ["abs", "l1", "linf", "cross"],
         help="instead of --c: the output norm of the (input, output) constant "
         "of the whole output vector; cross is the multi-class robustness norm"
-        + (
-            "; l2 (with --norm l2: the largest spectral norm of the Jacobian) needs SCIP"
-            if l2 is not None
-            else ""
-        ),
+        + ("; l2 needs SCIP" if l2 is not None else ""),
     )
 
 
