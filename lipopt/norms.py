@@ -188,10 +188,8 @@ def _l2_output_value(jac: np.ndarray, alpha: InputNorm, hint: np.ndarray | None)
         return float(np.linalg.norm(jac, 2)) if jac.size else 0.0
     if alpha is InputNorm.L1:
         return float(np.linalg.norm(jac, axis=0).max())
-    d = jac.shape[1]
-    if d <= MAX_SIGN_INPUTS:
-        signs = ((np.arange(1 << max(d - 1, 0))[:, None] >> np.arange(d - 1)) & 1) * -2.0 + 1.0
-        signs = np.hstack([np.ones((signs.shape[0], 1)), signs])  # s and -s give the same norm
+    signs = OutputNorm.L1.vertices(jac.shape[1], 1 << (MAX_SIGN_INPUTS - 1))  # up to ±
+    if signs is not None:
         return float(np.linalg.norm(signs @ jac.T, axis=1).max())
     if hint is None:
         return 0.0

@@ -14,6 +14,7 @@ from typing import Union
 from lipopt.config import SolveConfig
 from lipopt.formulation.build import Formulation
 from lipopt.regions import RegionOptions
+from lipopt.solvers.registry import QUADRATIC
 from lipopt.split import SplitOptions
 
 
@@ -28,8 +29,7 @@ class Mip:
         subnets: bound the forward model's tangents by sub-network constants first.
         attack: the gradient attack and pattern climb give the first cutoff.
         products: the ℓ1 candidates of two hidden layers maximised as gate products.
-        l2_objective: the ℓ2 input norm's objective: ``"quadratic"`` (``t <= ||g||_2^2``, SCIP)
-            or ``"chords"`` (refined at each solution, any MIP solver); None for ℓ∞ and ℓ1.
+        l2: the query's input norm is ℓ2 (see :attr:`l2_objective`).
     """
 
     config: SolveConfig
@@ -39,12 +39,28 @@ class Mip:
     attack: bool
     split: str | None
     products: bool
-    l2_objective: str | None = None
+    l2: bool = False
 
     @property
     def formulation(self) -> Formulation:
         assert self.config.formulation is not None
         return self.config.formulation
+
+    @property
+    def quadratic_rows(self) -> bool:
+        """The model may use quadratic rows: exact mode on a solver that takes them (SCIP), for
+        the ℓ2 input norm's ``t <= ||g||_2^2`` and the ℓ2 output norm's ball (the LP mode's
+        relaxation must stay an LP)."""
+        return self.config.exact and self.solver in QUADRATIC
+
+    @property
+    def l2_objective(self) -> str | None:
+        """The ℓ2 input norm's objective: ``"quadratic"`` (``t <= ||g||_2^2``) where the model
+        may use quadratic rows, else ``"chords"`` (refined at each solution, any MIP solver);
+        None for ℓ∞ and ℓ1."""
+        if not self.l2:
+            return None
+        return "quadratic" if self.quadratic_rows else "chords"
 
 
 @dataclass(frozen=True)

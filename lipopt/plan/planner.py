@@ -28,7 +28,7 @@ from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
 from lipopt.regions import RegionOptions
-from lipopt.solvers.registry import AUTO_ADAPTER, QUADRATIC, is_auto
+from lipopt.solvers.registry import AUTO_ADAPTER, adapter_key, is_auto
 from lipopt.split import SplitOptions
 
 
@@ -127,7 +127,7 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         split=split,
         # gate products exist for two hidden layers (formulation.products.gate_products)
         products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
-        l2_objective=_l2_objective(query, config),
+        l2=query.norm is InputNorm.L2,
     )
 
 
@@ -136,18 +136,9 @@ def uses_l2(query: Query) -> bool:
     return query.norm is InputNorm.L2 or query.seed is OutputNorm.L2
 
 
-def _l2_objective(query: Query, config: SolveConfig) -> str | None:
-    """The ℓ2 model's objective: ``t <= ||g||_2^2`` where the solver takes it in exact mode,
-    else the chords (the LP mode's relaxation must stay an LP)."""
-    if query.norm is not InputNorm.L2:
-        return None
-    quadratic = config.exact and adapter_name(config.solver) in QUADRATIC
-    return "quadratic" if quadratic else "chords"
-
-
 def adapter_name(solver: str) -> str:
     """The adapter that ``solver`` names (``"auto"``: HiGHS's)."""
-    return AUTO_ADAPTER if is_auto(solver) else solver.strip().lower()
+    return adapter_key(solver)
 
 
 def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) -> str:

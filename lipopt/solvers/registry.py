@@ -53,6 +53,11 @@ def is_auto(name: str) -> bool:
     return isinstance(name, str) and name.strip().lower() == AUTO
 
 
+def adapter_key(name: str) -> str:
+    """The adapter ``name`` asks for (case and spaces ignored; ``"auto"``: HiGHS's)."""
+    return AUTO_ADAPTER if is_auto(name) else name.strip().lower()
+
+
 def get(name: str) -> Solver:
     """The adapter called ``name`` (case-insensitive); ``"auto"`` gives HiGHS's.
 
@@ -60,7 +65,7 @@ def get(name: str) -> Solver:
         SolverError: one line naming the usable solvers, and how to install ``name`` if it is
             known but not usable here.
     """
-    key = AUTO_ADAPTER if is_auto(name) else name.strip().lower()
+    key = adapter_key(name)
     if key not in ADAPTERS:
         usable = ", ".join(available()) or "none"
         known = ", ".join([AUTO, *ADAPTERS])

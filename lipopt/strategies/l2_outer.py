@@ -20,12 +20,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.formulation.l2 import chord_value, set_squared_objective, with_breakpoint
 from lipopt.formulation.objective import set_cutoff
+from lipopt.formulation.terms import is_constant
 from lipopt.heuristics.witness import Witness, attains, below, value_at
 from lipopt.progress import heartbeat
 from lipopt.solvers import NoBoundError, SolveResult, SolverFailure, Termination
@@ -40,7 +42,7 @@ from lipopt.strategies.refine import (
     solver_point,
     w_values,
 )
-from lipopt.verify import Dimension, check_region
+from lipopt.verify import Dimension, RegionCheck, check_region
 
 #: a round's optimum is exact at an entry where ``s_j(g*_j) - g*_j^2`` is at most this share of
 #: the objective (below it, a breakpoint would add a binary and change nothing the solver sees)
@@ -102,7 +104,7 @@ def _round(problem: ModelProblem, state: Outer) -> bool:
     if state.rounds and remaining is not None and remaining <= 0:
         state.stopped = "time"
         return False
-    if not lip.quadratic:
+    if state.rounds and not lip.quadratic:  # the build set the first round's chords
         set_squared_objective(lip.model, lip.gradient, state.breakpoints, lip.relaxed)
     cutoff = None if state.best is None or lip.relaxed else below(state.best.norm_value**2)
     set_cutoff(lip.model, cutoff)
@@ -128,53 +130,62 @@ def _round(problem: ModelProblem, state: Outer) -> bool:
     if result.values is None or lip.relaxed:
         _note_point(problem, state, result)
         return False
-    exact_at = _read_round(problem, state, result)
+    reading = _read_round(problem, state, result)
     say(_progress(state))
     if _finished(problem, state) or not finished:
         return False
-    return _refine(problem, state, result, exact_at)
+    return _refine(problem, state, result, reading)
 
 
-def _read_round(problem: ModelProblem, state: Outer, result: SolveResult) -> bool:
-    """The solver's point verified (its region checked, the value recomputed); True when the
-    round's objective is attained by the solution's gradient (every entry on a breakpoint)."""
-    _note_point(problem, state, result)
-    if problem.lip.quadratic:  # t <= ||g||^2 at the optimum is t = ||g*||^2
-        return True
+@dataclass(frozen=True)
+class Reading:
+    """One round's solution, read: its gradient entries, whether the round's objective is
+    their norm (every entry on a breakpoint), and the margin LP's verdict on its pattern."""
+
+    gradient: list[float]
+    exact: bool
+    check: RegionCheck | None
+
+
+def _read_round(problem: ModelProblem, state: Outer, result: SolveResult) -> Reading:
+    """The solver's point verified (its region checked, the value recomputed), and the round's
+    solution read (:class:`Reading`)."""
+    check = _note_point(problem, state, result)
     g = _solution_gradient(problem, result)
+    if problem.lip.quadratic:  # t <= ||g||^2 at the optimum is t = ||g*||^2
+        return Reading(g, True, check)
     slack = sum(chord_value(b, v) - v * v for b, v in zip(state.breakpoints, g))
     objective = float(result.incumbent or 0.0)
-    return slack <= CHORD_SLACK * max(1.0, abs(objective))
+    return Reading(g, slack <= CHORD_SLACK * max(1.0, abs(objective)), check)
 
 
-def _refine(problem: ModelProblem, state: Outer, result: SolveResult, exact_at: bool) -> bool:
+def _refine(problem: ModelProblem, state: Outer, result: SolveResult, reading: Reading) -> bool:
     """Breakpoints at the solution's gradient entries; where none is new (the round's optimum
     is its gradient's norm), its lower-dimensional pattern cut off. False when neither applies."""
     added = 0
     # an output norm's dual ball is symmetric (cross: up to the sign the norm ignores), so -g*
     # is as good as g*: without its breakpoints the next round found it with the same value
     signs = (1.0,) if problem.query.fixed_c else (1.0, -1.0)
-    if not exact_at:
-        for j, value in enumerate(_solution_gradient(problem, result)):
+    if not reading.exact:
+        for j, value in enumerate(reading.gradient):
             for sign in signs:
                 more = with_breakpoint(state.breakpoints[j], sign * value)
                 if more is not None:
                     state.breakpoints[j], added = more, added + 1
     state.added.append(added)
-    return added > 0 or _cut(problem, state, result)
+    return added > 0 or _cut(problem, state, result.values, reading.check)
 
 
-def _cut(problem: ModelProblem, state: Outer, result: SolveResult) -> bool:
-    """The round's optimum is a gradient of its pattern; not attained (else the bracket had
-    closed), so its region is lower-dimensional: cut it off, within ``max_refinements``."""
-    lip, values = problem.lip, result.values
-    pattern = full_pattern(lip, problem.net_bounds, values)
-    check = check_region(problem.network, pattern, problem.domain, _check_time(problem))
+def _cut(problem: ModelProblem, state: Outer, values: Any, check: RegionCheck | None) -> bool:
+    """The round's optimum is a gradient of its pattern (``check``: the margin LP's verdict on
+    it); not attained (else the bracket had closed), so its region is lower-dimensional: cut it
+    off, within ``max_refinements``."""
+    lip = problem.lip
     limit = problem.max_refinements
-    if check.dimension is not Dimension.LOWER:
+    if check is None or check.dimension is not Dimension.LOWER:
         state.stopped = (
             "the optimum's region could not be checked in time"
-            if check.dimension is not Dimension.FULL
+            if check is None or check.dimension is not Dimension.FULL
             else "the optimum's region is full-dimensional, yet its value stays below the bound"
         )
         return False
@@ -189,11 +200,12 @@ def _cut(problem: ModelProblem, state: Outer, result: SolveResult) -> bool:
     return True
 
 
-def _note_point(problem: ModelProblem, state: Outer, result: SolveResult) -> None:
+def _note_point(problem: ModelProblem, state: Outer, result: SolveResult) -> RegionCheck | None:
     """The solver's pattern's region, where full-dimensional, attains a value, and so does
-    the solver's point's own region: keep the best."""
+    the solver's point's own region: keep the best. The margin LP's verdict on the pattern
+    (None without a solution)."""
     if result.values is None:
-        return
+        return None
     lip, query = problem.lip, problem.query
     pattern = full_pattern(lip, problem.net_bounds, result.values)
     check = check_region(query.network, pattern, query.domain, _check_time(problem))
@@ -205,6 +217,7 @@ def _note_point(problem: ModelProblem, state: Outer, result: SolveResult) -> Non
     own = problem.witness_of([solver_point(problem, result.values)])
     found.extend([] if own is None else [own])
     state.best = max(found, key=lambda w: w.norm_value, default=None)
+    return check
 
 
 def _check_time(problem: ModelProblem) -> float | None:
@@ -218,21 +231,19 @@ def _solution_gradient(problem: ModelProblem, result: SolveResult) -> list[float
     """The solver's gradient entries (constants as they are)."""
     values = result.values
     return [
-        float(gj) if isinstance(gj, (int, float)) else float(values.get(gj, 0.0))
-        for gj in problem.lip.gradient
+        float(gj) if is_constant(gj) else float(values.get(gj, 0.0)) for gj in problem.lip.gradient
     ]
 
 
 def _finished(problem: ModelProblem, state: Outer) -> bool:
     """The bracket met, or within the requested gap."""
     lower = None if state.best is None else state.best.norm_value
-    if closed(state.upper, lower):
-        return True
-    return (
-        bool(problem.gap)
-        and lower is not None
-        and state.upper - lower <= problem.gap * (state.upper)
-    )
+    return closed(state.upper, lower) or _within_gap(problem, state.upper, lower)
+
+
+def _within_gap(problem: ModelProblem, upper: float, lower: float | None) -> bool:
+    """A gap was requested, and the bracket is within it."""
+    return bool(problem.gap) and lower is not None and upper - lower <= problem.gap * upper
 
 
 def _progress(state: Outer) -> str:
@@ -288,7 +299,7 @@ def _status(problem: ModelProblem, state: Outer, upper: float, lower: float | No
         return "relaxation"
     if closed(upper, lower):
         return "optimal"
-    if problem.gap and lower is not None and upper - lower <= problem.gap * upper:
+    if _within_gap(problem, upper, lower):
         return "gap_limit"
     if state.stopped == "time":
         return "time_limit"  # rounds left when the time ran out

@@ -24,7 +24,6 @@ from lipopt.heuristics.witness import Witness, attains, below, best_witness
 from lipopt.plan.nodes import Mip
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolveOptions, Solver, SolverFailure, get
-from lipopt.solvers.registry import QUADRATIC
 from lipopt.strategies import refine
 from lipopt.strategies.context import Context
 from lipopt.strategies.decompose import decomposed
@@ -91,11 +90,9 @@ def _built_and_solved(
         timings["bounds"] = time.perf_counter() - call_start
     _check_build_fits(query, limit, call_start, ctx)
     start = time.perf_counter()
-    # SCIP's quadratic rows: the ℓ2 input norm's t <= ||g||^2, the ℓ2 output norm's ball
-    quadratic = config.exact and node.solver in QUADRATIC
     lip = build(
         query.network, query.domain, query.seed, query.norm, net_bounds,
-        ModelSpec(not config.exact, node.decompose, node.formulation, tangent, quadratic),
+        ModelSpec(not config.exact, node.decompose, node.formulation, tangent, node.quadratic_rows),
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = _start_witness(node, query, limit, call_start, timings, ctx)
