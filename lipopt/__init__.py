@@ -7,7 +7,7 @@
 """
 
 from lipopt.certify import CertifyResult, certify
-from lipopt.domain import Box, DomainError, L1Ball, LinfBall
+from lipopt.domain import Box, DomainError, L1Ball, L2Ball, LinfBall
 from lipopt.io.onnx import OnnxImportError, load_onnx
 from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
 from lipopt.network import Affine, Network, NetworkError, ReLU
@@ -23,6 +23,7 @@ __all__ = [
     "DomainError",
     "InputNorm",
     "L1Ball",
+    "L2Ball",
     "LinfBall",
     "LipschitzError",
     "LipschitzResult",

@@ -111,7 +111,7 @@ class _Ball:
         return int(self.center.size)
 
     def bounding_box(self) -> tuple[FloatArray, FloatArray]:
-        """Both balls fit in ``center ± radius`` (the ℓ1 ball touches it at its vertices)."""
+        """Every ball fits in ``center ± radius`` (the ℓ1 and ℓ2 balls touch it)."""
         return self.center - self.radius, self.center + self.radius
 
 
@@ -156,7 +156,38 @@ class L1Ball(_Ball):
         return f"l1 ball of radius {self.radius:g} in R^{self.dim}"
 
 
-Domain = Union[Box, LinfBall, L1Ball]
+@dataclass(frozen=True, eq=False)
+class L2Ball(_Ball):
+    """The Euclidean ball ``{x : ||x - center||_2 <= radius}``; not a polytope, so a MIP takes
+    it as a convex quadratic row or through tangent cuts (docs/encoding.md)."""
+
+    def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
+        arr = np.asarray(x, dtype=np.float64)
+        return bool(np.linalg.norm(arr - self.center) <= self.radius + tol)
+
+    def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
+        """Uniform in the ℓ2 ball: a Gaussian direction, normalised, scaled by
+        ``radius * U^(1/d)``."""
+        d = self.dim
+        direction = rng.normal(size=(n, d))
+        direction /= np.maximum(np.linalg.norm(direction, axis=1, keepdims=True), 1e-300)
+        scale = self.radius * rng.uniform(size=(n, 1)) ** (1.0 / d)
+        return self.center + direction * scale
+
+    def project(self, x: FloatArray) -> FloatArray:
+        """The nearest points of the ball to the rows of ``x``."""
+        offset = np.asarray(x, dtype=np.float64) - self.center
+        length = np.linalg.norm(offset, axis=-1, keepdims=True)
+        return self.center + offset * np.minimum(1.0, self.radius / np.maximum(length, 1e-300))
+
+    def describe(self) -> str:
+        return f"l2 ball of radius {self.radius:g} in R^{self.dim}"
+
+
+Domain = Union[Box, LinfBall, L1Ball, L2Ball]
+
+#: the ball of each ``--ball`` kind
+BALLS: dict[str, type[_Ball]] = {"linf": LinfBall, "l1": L1Ball, "l2": L2Ball}
 
 
 def check_dimension(domain: Domain, input_dim: int) -> None:
@@ -235,10 +266,12 @@ def parse_box(text: str, dim: int) -> Box:
     return Box(np.full(dim, vec[0]), np.full(dim, vec[1]))
 
 
-def parse_ball(center_text: str, radius: float, kind: str, dim: int) -> LinfBall | L1Ball:
-    """A ball of the given kind (``linf`` or ``l1``) from ``--center`` and ``--radius``."""
+def parse_ball(
+    center_text: str, radius: float, kind: str, dim: int
+) -> LinfBall | L1Ball | L2Ball:
+    """A ball of the given kind (``linf``, ``l1`` or ``l2``) from ``--center`` and
+    ``--radius``."""
     center = _broadcast(load_vector(center_text, "--center"), dim, "--center")
-    kinds = {"linf": LinfBall, "l1": L1Ball}
-    if kind not in kinds:
-        raise DomainError(f"--ball must be one of {sorted(kinds)}, got {kind!r}")
-    return kinds[kind](center, radius)
+    if kind not in BALLS:
+        raise DomainError(f"--ball must be one of {sorted(BALLS)}, got {kind!r}")
+    return BALLS[kind](center, radius)  # type: ignore[return-value]

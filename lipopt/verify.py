@@ -10,18 +10,21 @@ The pattern's linear region meets the domain's interior in a full-dimensional se
 has ``t* > 0``; its optimal x is then a point deep inside the region, where f is
 differentiable and its gradient is the pattern's gradient. The LP is solved in the domain's
 unit frame (:func:`_unit_frame`), so ``t*`` and the verdicts are relative to the domain's size.
+Over an ℓ2 ball the problem is conic (``||u||_2 + t <= 1``); a weak-duality certificate decides
+it lower-dimensional and a checked point full-dimensional (:func:`_ball_margin`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.domain import Box, Domain, L1Ball
+from lipopt.domain import Box, Domain, L1Ball, L2Ball
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
@@ -91,15 +94,15 @@ def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[Float
 
 def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
     """``(c, s, unit)`` with ``x = c + s ∘ u`` mapping ``unit`` onto the domain: the box
-    ``[-1, 1]^d`` for a box or ℓ∞ ball (per-coordinate half widths), the unit ℓ1 ball for an ℓ1
-    ball. The margin LP works in ``u``, so its margin and its solver's tolerances are relative
-    to the domain's size: a region 1e-12 wide in a domain 1e-6 wide is as clear as one 1e-6
-    wide in the unit box. (Full-dimensionality is the same in both frames.)"""
+    ``[-1, 1]^d`` for a box or ℓ∞ ball (per-coordinate half widths), the unit ℓ1 or ℓ2 ball for
+    an ℓ1 or ℓ2 ball. The margin LP works in ``u``, so its margin and its solver's tolerances
+    are relative to the domain's size: a region 1e-12 wide in a domain 1e-6 wide is as clear as
+    one 1e-6 wide in the unit box. (Full-dimensionality is the same in both frames.)"""
     lower, upper = domain.bounding_box()
     d = len(lower)
-    if isinstance(domain, L1Ball):
+    if isinstance(domain, (L1Ball, L2Ball)):
         center = np.asarray(domain.center, dtype=np.float64)
-        return center, np.full(d, float(domain.radius)), L1Ball(np.zeros(d), 1.0)
+        return center, np.full(d, float(domain.radius)), type(domain)(np.zeros(d), 1.0)
     return (lower + upper) / 2.0, (upper - lower) / 2.0, Box(-np.ones(d), np.ones(d))
 
 
@@ -191,38 +194,149 @@ def check_region(
 ) -> RegionCheck:
     """Solve the margin LP for ``pattern`` over ``domain`` (variables: x, t[, ℓ1 deviations]);
     undecided where it does not finish within ``time_limit`` seconds (on 2000 inputs and 2000
-    neurons the dense LP took 120 s)."""
-    from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
-
+    neurons the dense LP took 120 s). The ℓ2 ball by :func:`_ball_margin`."""
     d = network.input_dim
     n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # u, t, dev
     shift, scale, unit = _unit_frame(domain)
     found = _pattern_rows(network, pattern, n_vars, (shift, scale))
     if found.empty_at is not None:
         return RegionCheck(Dimension.LOWER, -np.inf, None, (found.empty_at,))
-    rows, rhs = list(found.rows), list(found.rhs)
-    lower, upper = domain.bounding_box()
-    bounds = _domain_rows(unit, -np.ones(d), np.ones(d), n_vars, rows, rhs)
-    objective = np.zeros(n_vars)
-    objective[d] = -1.0  # max t
     if time_limit is not None and time_limit <= 0:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
-    limits = {} if time_limit is None else {"time_limit": float(time_limit)}
-    result = linprog(
-        objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs",
-        options=limits,
-    )  # fmt: skip
-    if result.status == 2:  # infeasible: even t -> -inf cannot satisfy it; cannot happen (t free)
-        return RegionCheck(Dimension.LOWER, -np.inf, None)
-    if result.status != 0:
-        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
-    margin = float(-result.fun)
-    point = np.clip(shift + scale * np.asarray(result.x[:d], dtype=np.float64), lower, upper)
-    if margin > FULL_DIM_MARGIN:
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    if isinstance(unit, L2Ball):
+        check = _ball_margin(found, d, deadline)
+    else:
+        problem = _MarginProblem(list(found.rows), list(found.rhs), found.neurons, n_vars, d)
+        problem.bounds = _domain_rows(
+            unit, -np.ones(d), np.ones(d), n_vars, problem.rows, problem.rhs
+        )
+        check = _polytope_margin(problem, deadline)
+    if check.point is None:
+        return check
+    lower, upper = domain.bounding_box()
+    point = np.clip(shift + scale * check.point, lower, upper)
+    return replace(check, point=point)
+
+
+@dataclass
+class _MarginProblem:
+    """The margin LP in the unit frame: rows over ``(u, t[, dev])``, the neuron of each of the
+    first rows, the variables' bounds."""
+
+    rows: list[FloatArray]
+    rhs: list[float]
+    neurons: list[Neuron]
+    n_vars: int
+    dim: int
+    bounds: list[tuple[float | None, float | None]] = field(default_factory=list)
+
+    def solve(self, deadline: float | None) -> Any:
+        """``max t`` by HiGHS; None where the time is out."""
+        from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import
+
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            return None
+        objective = np.zeros(self.n_vars)
+        objective[self.dim] = -1.0  # max t
+        return linprog(
+            objective, A_ub=np.array(self.rows), b_ub=np.array(self.rhs), bounds=self.bounds,
+            method="highs", options={} if left is None else {"time_limit": float(left)},
+        )  # fmt: skip
+
+
+def _verdict(
+    problem: _MarginProblem, result: Any, margin: float, point: FloatArray | None
+) -> RegionCheck:
+    """The verdict on a proven upper bound ``margin`` of the margin, attained at ``point``."""
+    if margin > FULL_DIM_MARGIN and point is not None:
         return RegionCheck(Dimension.FULL, margin, point)
     if margin <= NULL_MARGIN:
-        return RegionCheck(Dimension.LOWER, margin, point, _support(result, found.neurons))
+        return RegionCheck(Dimension.LOWER, margin, point, _support(result, problem.neurons))
     return RegionCheck(Dimension.UNDECIDED, margin, point)
+
+
+def _polytope_margin(problem: _MarginProblem, deadline: float | None) -> RegionCheck:
+    """The margin LP of a box or an ℓ1 ball, solved once (in the unit frame)."""
+    result = problem.solve(deadline)
+    if result is not None and result.status == 2:  # infeasible even as t -> -inf: cannot happen
+        return RegionCheck(Dimension.LOWER, -np.inf, None)
+    if result is None or result.status != 0:
+        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
+    return _verdict(problem, result, float(-result.fun), np.asarray(result.x[: problem.dim]))
+
+
+#: shares of ``1 - ||u_0||`` kept as the neuron rows' slack in the search for a deep point
+BALL_DEPTHS = (0.5, 0.125, 1 / 64, 1 / 512, 1 / 4096, 1e-5, 1e-7)
+
+
+def _ball_margin(found: _PatternRows, dim: int, deadline: float | None) -> RegionCheck:
+    """The margin over the unit ℓ2 ball, ``max t`` s.t. ``A u + t <= b`` (the neuron rows)
+    and ``||u||_2 + t <= 1``, a second-order cone program, decided without a conic solver.
+
+    *Lower-dimensional*: weak duality gives, for any ``λ >= 0``,
+    ``t* <= (b·λ + ||A^T λ||_2) / (Σ λ + ||A^T λ||_2)`` (``t Σλ <= b·λ - (A^T λ)·u`` and
+    ``-(A^T λ)·u <= ||A^T λ|| (1 - t)``); the ``λ`` is the multiplier of the least-norm point
+    ``u_0`` of the region ``A u <= b`` (least distance programming by non-negative least
+    squares, Lawson & Hanson ch. 23), which proves ``t* < 0`` when ``||u_0|| > 1`` and, by
+    Farkas, when the region is empty. *Full-dimensional*: the least-norm points of the regions
+    shrunk by ``τ`` (``A u <= b - τ``) for decreasing ``τ``, each checked in numpy:
+    ``min(b - A u, 1 - ||u||)`` is its margin for certain."""
+    rows = np.array(found.rows).reshape(-1, dim + 1)
+    a_mat, b_vec = rows[:, :dim], np.array(found.rhs)
+    if not len(b_vec):  # no neuron row: the whole ball
+        return RegionCheck(Dimension.FULL, 1.0, np.zeros(dim))
+    u_0, multipliers = _least_norm_point(a_mat, b_vec, 0.0)
+    bound = _dual_margin(a_mat, b_vec, multipliers)
+    if bound <= NULL_MARGIN:
+        support = tuple(n for n, y in zip(found.neurons, multipliers) if y > 0.0) or None
+        return RegionCheck(Dimension.LOWER, bound, None, support)
+    distance = np.inf if u_0 is None else float(np.linalg.norm(u_0))
+    for depth in BALL_DEPTHS if distance < 1.0 else ():
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        shrink = depth * (1.0 - distance)
+        if shrink <= FULL_DIM_MARGIN:
+            break
+        u, _ = _least_norm_point(a_mat, b_vec, shrink)
+        if u is None:
+            continue
+        margin = min(float(np.min(b_vec - a_mat @ u)), 1.0 - float(np.linalg.norm(u)))
+        if margin > FULL_DIM_MARGIN:
+            return RegionCheck(Dimension.FULL, margin, u)
+    return RegionCheck(Dimension.UNDECIDED, bound, None)
+
+
+def _least_norm_point(
+    a_mat: FloatArray, b_vec: FloatArray, shrink: float
+) -> tuple[FloatArray | None, FloatArray]:
+    """``argmin ||u||_2`` s.t. ``A u <= b - shrink`` (None where empty), and the multipliers
+    ``λ >= 0`` of the rows: with ``G = -A``, ``h = shrink - b``, the non-negative least squares
+    ``min ||E λ - e_{d+1}||`` with ``E = [G^T; h^T]`` has residual ``r``, and
+    ``u = -r_{1..d} / r_{d+1}`` (empty where ``r = 0``)."""
+    from scipy.optimize import nnls  # scipy.optimize takes ~0.5 s to import
+
+    dim = a_mat.shape[1]
+    lifted = np.vstack([-a_mat.T, (shrink - b_vec)[None, :]])
+    target = np.zeros(dim + 1)
+    target[dim] = 1.0
+    multipliers, _ = nnls(lifted, target, maxiter=max(50 * len(b_vec), 1000))
+    residual = lifted @ multipliers - target
+    if abs(residual[dim]) <= 1e-14:
+        return None, multipliers
+    return -residual[:dim] / residual[dim], multipliers
+
+
+def _dual_margin(a_mat: FloatArray, b_vec: FloatArray, multipliers: FloatArray) -> float:
+    """The weak-duality bound on the ball's margin from ``λ`` (see :func:`_ball_margin`), plus
+    the rounding of its sums; ``inf`` for ``λ = 0``."""
+    pull = float(np.linalg.norm(a_mat.T @ multipliers))
+    total = float(multipliers.sum()) + pull
+    if total <= 0.0:
+        return np.inf
+    rounding = 1e-14 * (float(np.abs(multipliers) @ np.abs(b_vec)) + pull)
+    return (float(multipliers @ b_vec) + pull + rounding) / total
 
 
 def _support(result: Any, neurons: list[Neuron]) -> tuple[Neuron, ...] | None:

@@ -2,7 +2,8 @@
 
 This module is the yardstick the MIP is tested against, so it deliberately shares no code with
 ``lipopt``: it takes plain numpy weights and a plain domain description, and has its own forward
-pass, Jacobians, dual norms and LPs (HiGHS, through ``highspy`` or ``scipy.optimize.linprog``).
+pass, Jacobians, dual norms and LPs (HiGHS, through ``highspy`` or ``scipy.optimize.linprog``;
+for the l2 ball, small conic programs through ``cvxpy`` and Clarabel, imported only there).
 Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and
 domain parameters (duck-typed; nothing from lipopt is imported).
 
@@ -16,7 +17,7 @@ The math (Jordan & Dimakis 2020, Thm. 1/2 and App. E). The network is
 
 On every *activation pattern region* (fixed sign of every hidden pre-activation) ``f`` is affine
 with Jacobian ``J = W_L D_{L-1} W_{L-1} ... D_1 W_1``. The local (alpha, beta)-Lipschitz constant
-over the open domain ``X`` (the interior of the box / l1 ball given here) is
+over the open domain ``X`` (the interior of the box / l1 ball / l2 ball given here) is
 
     L = max over regions R with R ∩ X full-dimensional of  max_{w in B*_beta} ||J_R^T w||_{alpha*},
 
@@ -68,12 +69,24 @@ decides, so every kept region has a certificate point. Shortcuts that do not cha
 
 At each leaf the certificate point is pushed through an independent forward pass and must show
 exactly the enumerated pattern (else ``RuntimeError``).
+
+The Euclidean ball ``("l2", center, radius)`` is not a polyhedron, so it does not enter the search
+above. Every region meeting the ball full-dimensionally also meets its bounding box
+``center ± radius`` full-dimensionally, so the box's regions are enumerated as above, and each one
+is then kept iff the conic program (``rows x + rhs >= 0``: the region's normalised half-spaces)
+
+    max t  s.t.  rows x + rhs >= t,  ||x - center||_2 + t <= radius
+
+(the Chebyshev centre of region ∩ ball, solved with Clarabel) has ``t > tol``; again the margin is
+recomputed in numpy at the solver's ``x`` and that value decides (a solver ``t`` clearly above
+``tol`` that the recomputation does not confirm raises ``RuntimeError``).
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -82,7 +95,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 Weights = list[tuple[np.ndarray, np.ndarray]]
-DomainSpec = tuple  # ("box", lower, upper) | ("l1", center, radius) | ("linf", center, radius)
+DomainSpec = tuple  # ("box", lo, hi) | ("l1" | "l2" | "linf", center, radius)
 
 INPUT_DUAL = {"linf": 1.0, "l1": np.inf, "l2": 2.0}  # input norm -> order of its dual norm
 OUTPUT_NORMS = ("abs", "l1", "linf", "cross")
@@ -125,7 +138,7 @@ class OracleResult:
         argmax_pattern: the 0/1 masks of that region.
         argmax_dual: the dual vector ``w`` (``c`` in the scalar case) attaining ``value``.
         argmax_margin: Euclidean inradius of that region ∩ domain around ``argmax_point``.
-        n_lps: number of LPs solved.
+        n_lps: number of LPs solved (l2 ball: plus the conic programs).
         seconds: wall-clock time.
         regions: every region (only when ``collect_regions=True``).
     """
@@ -192,6 +205,12 @@ def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]
         if not radius > 0:
             raise ValueError("l1 ball radius must be positive")
         return "l1", center, radius
+    if kind == "l2":
+        center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
+        radius = float(domain[2])
+        if not radius > 0:
+            raise ValueError("l2 ball radius must be positive")
+        return "l2", center, radius
     raise ValueError(f"unknown domain kind {kind!r}")
 
 
@@ -244,6 +263,18 @@ def l2_output_norm(jac: np.ndarray, input_norm: str) -> float:
         signs = np.array(list(itertools.product((1.0, -1.0), repeat=d)))
         return float(np.sqrt(((signs @ jac.T) ** 2).sum(axis=1)).max())
     raise ValueError(f"unknown input norm {input_norm!r}")
+
+
+def _region_value(
+    jac: np.ndarray, dual_rows: np.ndarray | None, input_norm: str
+) -> tuple[float, np.ndarray | None]:
+    """``max_w ||J^T w||_{alpha*}`` for a region's Jacobian ``jac`` and the dual row attaining it
+    (``None`` for the l2 output norm, ``dual_rows is None``: its dual ball has no vertices)."""
+    if dual_rows is None:
+        return l2_output_norm(jac, input_norm), None
+    values = dual_norm(dual_rows @ jac, input_norm)
+    k = int(np.argmax(values))
+    return float(values[k]), dual_rows[k].copy()
 
 
 def _dual_rows(c: Any, output_norm: str, m: int) -> np.ndarray:
@@ -550,7 +581,10 @@ def brute_force_lipschitz(
         weights: ``[(W_1, b_1), ..., (W_L, b_L)]``, ``W_i`` of shape (out, in); ReLU between
             consecutive affine maps, none after the last.
         domain: ``("box", lower, upper)``, ``("linf", center, radius)`` (the box center±radius)
-            or ``("l1", center, radius)`` (``{x : ||x - center||_1 <= radius}``).
+            ``("l1", center, radius)`` (``{x : ||x - center||_1 <= radius}``) or
+            ``("l2", center, radius)`` (``{x : ||x - center||_2 <= radius}``: the regions of its
+            bounding box, each kept iff a conic program finds it meets the ball; see the module
+            docstring).
         c: for the scalar function ``c^T f``; ``None`` for the vector case with ``output_norm``.
         input_norm: ``"linf"`` (gradient measured in l1), ``"l1"`` (in linf) or ``"l2"``.
         output_norm: ``"abs"`` (m == 1), ``"l1"``, ``"linf"``, ``"cross"`` or ``"l2"``
@@ -578,6 +612,21 @@ def brute_force_lipschitz(
     if bbox_filter not in ("fbbt", "lp", "auto", "none"):
         raise ValueError(f"unknown bbox_filter {bbox_filter!r}")
     dom = _canonical_domain(domain, d)
+    if dom[0] == "l2":
+        box_result = brute_force_lipschitz(
+            weights,
+            ("box", dom[1] - dom[2], dom[1] + dom[2]),
+            c,
+            input_norm,
+            output_norm,
+            tol=tol,
+            collect_regions=True,
+            lp_backend=lp_backend,
+            bbox_filter=bbox_filter,
+        )
+        return _l2_ball_result(
+            weights, dom, box_result, (dual_rows, input_norm), tol, collect_regions, start
+        )
     lp = _MarginLP(dom, d, lp_backend)
     hidden = weights[:-1]
     masks = [np.zeros(w.shape[0]) for w, _ in hidden]
@@ -592,22 +641,18 @@ def brute_force_lipschitz(
     def leaf(h_a: np.ndarray, point: np.ndarray, margin: float) -> None:
         nonlocal n_regions
         n_regions += 1
-        if dual_rows is None:  # the l2 output norm: a ball, no vertices
-            values = np.array([l2_output_norm(weights[-1][0] @ h_a, input_norm)])
-        else:
-            values = dual_norm(dual_rows @ (weights[-1][0] @ h_a), input_norm)
-        k = int(np.argmax(values))
+        value, dual = _region_value(weights[-1][0] @ h_a, dual_rows, input_norm)
         pattern = tuple(mk.copy() for mk in masks)
         _verify_leaf(weights, pattern, point)
         if collect_regions:
-            regions.append(Region(pattern, point.copy(), margin, float(values[k])))
-        if values[k] > best["value"]:
+            regions.append(Region(pattern, point.copy(), margin, value))
+        if value > best["value"]:
             best.update(
-                value=float(values[k]),
+                value=value,
                 pattern=pattern,
                 point=point.copy(),
                 margin=margin,
-                dual=None if dual_rows is None else dual_rows[k].copy(),
+                dual=dual,
             )
 
     def enter(
@@ -700,6 +745,90 @@ def brute_force_lipschitz(
     )
 
 
+#: Clarabel's tolerances, tried in turn: 1e-10, then its defaults (1e-8, spelt out: a re-solve
+#: keeps the previous settings otherwise) should the tight ones end "inaccurate"; the recomputed
+#: margin then sits within ~1e-10 (~1e-8) of ``t``
+_CONIC_SETTINGS = tuple(
+    {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol} for tol in (1e-10, 1e-8)
+)
+#: a conic optimum ``t`` this far above ``tol`` must be confirmed by the recomputed margin
+_CONIC_SLACK = 1e-7
+
+
+def _l2_chebyshev(
+    rows: np.ndarray, rhs: np.ndarray, center: np.ndarray, radius: float
+) -> tuple[float, float, np.ndarray]:
+    """Chebyshev centre of ``{rows x + rhs >= 0} ∩ {||x - center||_2 <= radius}`` (unit rows):
+    ``max t  s.t.  rows x + rhs >= t,  ||x - center||_2 + t <= radius`` with Clarabel.
+    Returns (the solver's t, the margin recomputed in numpy at its x, x)."""
+    import cvxpy as cp
+
+    x, t = cp.Variable(len(center)), cp.Variable()
+    constraints = [cp.norm(x - center, 2) + t <= radius]
+    if len(rhs):
+        constraints.append(rows @ x + rhs >= t)
+    problem = cp.Problem(cp.Maximize(t), constraints)
+    for settings in _CONIC_SETTINGS:
+        with warnings.catch_warnings():  # "solution may be inaccurate": handled here
+            warnings.simplefilter("ignore")
+            problem.solve(solver=cp.CLARABEL, **settings)
+        if problem.status == cp.OPTIMAL and x.value is not None:
+            break
+    else:
+        raise RuntimeError(f"l2-ball conic program failed: {problem.status}")
+    point = np.array(x.value, dtype=np.float64)
+    margin = radius - float(np.linalg.norm(point - center))
+    if len(rhs):
+        margin = min(margin, float(np.min(rows @ point + rhs)))
+    return float(t.value), margin, point
+
+
+def _l2_ball_result(
+    weights: Weights,
+    dom: tuple[str, np.ndarray, Any],
+    box_result: OracleResult,
+    norms: tuple[np.ndarray | None, str],
+    tol: float,
+    collect_regions: bool,
+    start: float,
+) -> OracleResult:
+    """Keep the regions of the ball's bounding box (``box_result``) that meet the l2 ball
+    full-dimensionally, by :func:`_l2_chebyshev`, and take the largest value among them.
+    ``norms`` is ``(dual_rows, input_norm)`` as in :func:`_region_value`."""
+    _, center, radius = dom
+    dual_rows, input_norm = norms
+    kept: list[Region] = []
+    best: tuple[float, Region, np.ndarray | None] | None = None
+    for region in box_result.regions or []:
+        rows, rhs = _pattern_constraints(weights, region.pattern)
+        t_opt, margin, point = _l2_chebyshev(rows, rhs, center, radius)
+        if margin <= tol:
+            if t_opt > tol + _CONIC_SLACK:
+                raise RuntimeError(f"conic optimum t={t_opt} not confirmed (margin {margin})")
+            continue
+        _verify_leaf(weights, region.pattern, point)
+        value, dual = _region_value(
+            jacobian_of_pattern(weights, region.pattern), dual_rows, input_norm
+        )
+        kept.append(Region(region.pattern, point, margin, value))
+        if best is None or value > best[0]:
+            best = (value, kept[-1], dual)
+    if best is None:  # pragma: no cover - the ball itself is full-dimensional
+        raise RuntimeError("no full-dimensional region found in the l2 ball")
+    value, region, dual = best
+    return OracleResult(
+        value=value,
+        argmax_point=region.point,
+        n_regions=len(kept),
+        argmax_pattern=region.pattern,
+        argmax_dual=dual,
+        argmax_margin=region.margin,
+        n_lps=box_result.n_lps + len(box_result.regions or []),
+        seconds=time.perf_counter() - start,
+        regions=kept if collect_regions else None,
+    )
+
+
 def _row_scale(weights: Weights, layer: int, unit: int) -> float:
     """``||a||`` without cancellation, ``|| |W_k[unit]| |W_{k-1}| ... |W_1| ||``: a neuron whose
     gradient is below 1e-12 of this is treated as constant on the region."""
@@ -768,11 +897,16 @@ def sample_domain(domain: DomainSpec, d: int, n: int, rng: np.random.Generator) 
 
     l1 ball: the first d coordinates of a Dirichlet(1, ..., 1) vector on d + 1 cells (normalised
     exponentials) are uniform in the simplex ``{y >= 0, sum y <= 1}``; random signs per coordinate
-    make them uniform in the unit l1 ball.
+    make them uniform in the unit l1 ball. l2 ball: a Gaussian direction, normalised, times
+    ``radius * U^(1/d)`` (the radius of a uniform point has density ∝ r^(d-1)).
     """
     kind, p, q = _canonical_domain(domain, d)
     if kind == "box":
         return p + (q - p) * rng.random((n, d))
+    if kind == "l2":
+        direction = rng.normal(size=(n, d))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        return p + direction * (q * rng.random((n, 1)) ** (1.0 / d))
     e = rng.exponential(size=(n, d + 1))
     simplex = e[:, :d] / e.sum(axis=1, keepdims=True)  # uniform in {y >= 0, sum y <= 1}
     signs = rng.choice((-1.0, 1.0), size=(n, d))
@@ -799,7 +933,8 @@ def sampled_max_gradient_norm(
 
 
 def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
-    """Plain ``(weights, domain)`` from a lipopt ``Network`` and ``Box``/``LinfBall``/``L1Ball``.
+    """Plain ``(weights, domain)`` from a lipopt ``Network`` and ``Box``/``LinfBall``/``L1Ball``/
+    ``L2Ball``.
 
     Only reads ``network.affine_layers[i].weight/.bias`` and the domain's ``lower/upper`` or
     ``center/radius``. Usage: ``brute_force_lipschitz(*from_lipopt(net, dom), c, "linf")``.
@@ -810,8 +945,9 @@ def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
         for layer in layers
     ]
     name = type(domain).__name__
-    if name == "L1Ball":
-        spec: DomainSpec = ("l1", np.array(domain.center, dtype=np.float64), float(domain.radius))
+    if name in ("L1Ball", "L2Ball"):
+        kind = "l1" if name == "L1Ball" else "l2"
+        spec: DomainSpec = (kind, np.array(domain.center, dtype=np.float64), float(domain.radius))
     elif name == "LinfBall":
         center = np.array(domain.center, dtype=np.float64)
         radius = np.array(domain.radius, dtype=np.float64)

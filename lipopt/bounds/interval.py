@@ -20,7 +20,7 @@ from typing import Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lipopt.domain import Domain, L1Ball
+from lipopt.domain import Domain, L1Ball, L2Ball
 from lipopt.network import Network
 from lipopt.norms import OutputNorm
 
@@ -113,10 +113,12 @@ def _affine_interval(
 def first_layer_bounds(
     weight: FloatArray, bias: FloatArray, domain: Domain
 ) -> tuple[FloatArray, FloatArray]:
-    """Exact range of ``W x + b`` over the domain (box: |W| r; ℓ1 ball: ρ ||w_i||_∞)."""
-    if isinstance(domain, L1Ball):
+    """Exact range of ``W x + b`` over the domain (box: |W| r; a ball: ρ times the dual norm
+    of each row, ``||w_i||_∞`` for the ℓ1 ball, ``||w_i||_2`` for the ℓ2 ball)."""
+    if isinstance(domain, (L1Ball, L2Ball)):
         mid = weight @ domain.center + bias
-        spread = domain.radius * np.max(np.abs(weight), axis=1)
+        order = np.inf if isinstance(domain, L1Ball) else 2
+        spread = domain.radius * np.linalg.norm(weight, ord=order, axis=1)
         return widen(mid - spread, mid + spread)
     lower, upper = domain.bounding_box()
     return _affine_interval(weight, bias, lower, upper)

@@ -76,7 +76,7 @@ from lipopt.bounds.interval import (
     seed_bounds,
 )
 from lipopt.bounds.relaxation import _relax_upper, relu_relaxation, switch_relaxation
-from lipopt.domain import Box, Domain, L1Ball, LinfBall
+from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
 from lipopt.network import Network
 from lipopt.norms import OutputNorm
 
@@ -110,12 +110,20 @@ def _l1_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArra
     return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
 
 
+def _l2_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
+    assert isinstance(domain, L2Ball)
+    mid = coeffs @ domain.center
+    spread = domain.radius * np.linalg.norm(coeffs, axis=1)
+    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
+
+
 #: exact range of ``Λ x`` (row by row) over each kind of domain, and the magnitude of its terms
 RangeRule = Callable[[FloatArray, Domain], tuple[FloatArray, FloatArray, FloatArray]]
 DOMAIN_RANGES: dict[type, RangeRule] = {
     Box: _box_range,
     LinfBall: _box_range,
     L1Ball: _l1_range,
+    L2Ball: _l2_range,
 }
 
 

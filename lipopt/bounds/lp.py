@@ -7,15 +7,16 @@ layers before it:
     min / max  W_k[i] · h_{k-1} + b_k[i]   over  (x, h_0, .., h_{k-1}) ∈ R_k,
 
 where ``R_k`` is: ``x`` in the domain (the box as variable bounds; the ℓ1 ball lifted with
-``t >= ±(x - x0)``, ``Σ t <= ρ``), and for each earlier neuron with ``z = W h_prev + b`` and
-(already tightened) bounds ``[l, u]``: ``h = z`` if active, ``h = 0`` if inactive, and the triangle
-``h >= 0, h >= z, h <= u (z - l) / (u - l)`` if unstable. ``R_k`` contains every reachable
-``(x, h)``, so its LP range contains the true range of ``z_k[i]``; the triangle is the convex hull
-of each neuron's graph, so this is at least as tight as the linear bounds (CROWN picks one of the
-two lower lines; the LP keeps both). A neuron whose ``min >= 0`` or ``max <= 0`` becomes stable
-(one binary fewer in the forward and one in the backward pass), and the others get smaller big-M
-constants. Layer ``k``'s new bounds enter ``R_{k+1}``, and layer ``k+1`` is first re-bounded by
-:func:`lipopt.bounds.linear.linear_layer` from them.
+``t >= ±(x - x0)``, ``Σ t <= ρ``; the ℓ2 ball as its bounding box, a polyhedron containing it,
+so sound, while the first layer's ranges stay the exact ones over the ball), and for each earlier
+neuron with ``z = W h_prev + b`` and (already tightened) bounds ``[l, u]``: ``h = z`` if active,
+``h = 0`` if inactive, and the triangle ``h >= 0, h >= z, h <= u (z - l) / (u - l)`` if unstable.
+``R_k`` contains every reachable ``(x, h)``, so its LP range contains the true range of ``z_k[i]``;
+the triangle is the convex hull of each neuron's graph, so this is at least as tight as the linear
+bounds (CROWN picks one of the two lower lines; the LP keeps both). A neuron whose ``min >= 0`` or
+``max <= 0`` becomes stable (one binary fewer in the forward and one in the backward pass), and the
+others get smaller big-M constants. Layer ``k``'s new bounds enter ``R_{k+1}``, and layer ``k+1``
+is first re-bounded by :func:`lipopt.bounds.linear.linear_layer` from them.
 
 **Safe LP bounds** (Neumaier & Shcherbina 2004). The LP solver's optimal value carries its
 tolerances, so it is not used as the bound. Instead, for ``min c·v`` s.t. ``r_lo <= A v <= r_hi``,

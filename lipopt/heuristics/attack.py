@@ -34,7 +34,7 @@ import time
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lipopt.domain import Domain, L1Ball
+from lipopt.domain import Domain, L1Ball, L2Ball
 from lipopt.heuristics.target import FloatArray, Problem, as_rng, problem
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -71,6 +71,8 @@ def project(domain: Domain, x: ArrayLike) -> FloatArray:
     arr = np.asarray(x, dtype=np.float64)
     if isinstance(domain, L1Ball):
         return domain.center + project_l1_ball(arr - domain.center, domain.radius)
+    if isinstance(domain, L2Ball):
+        return domain.project(arr)
     lower, upper = domain.bounding_box()
     return np.clip(arr, lower, upper)
 
