@@ -18,7 +18,7 @@ from lipopt import driver, policy
 from lipopt.balance import balanced
 from lipopt.bounds import propagate
 from lipopt.config import Mode, configure, resolve_formulation
-from lipopt.domain import Domain, check_dimension
+from lipopt.domain import Domain, L2Ball, check_dimension
 from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation
 from lipopt.heuristics.witness import value_at
@@ -63,7 +63,10 @@ def build_model(
     net_bounds = propagate(network, domain, seed, method=bounds)
     return build(
         network, domain, seed, input_norm, net_bounds,
-        ModelSpec(relax, decompose and form is Formulation.BACKWARD, form),
+        # an ℓ2 ball: its quadratic row (the exported model is then exact for the solvers that
+        # take a convex quadratic constraint: SCIP, Gurobi, CPLEX)
+        ModelSpec(relax, decompose and form is Formulation.BACKWARD, form,
+                  quadratic=isinstance(domain, L2Ball)),
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from lipopt import Box, L1Ball, LinfBall, LipschitzError, lipschitz
+from lipopt import Box, L1Ball, L2Ball, LinfBall, LipschitzError, lipschitz
 from lipopt.cli import main
 from lipopt.formulation.l2 import chord_value, first_breakpoints, with_breakpoint
 from lipopt.heuristics.attack import gradient_attack
@@ -44,11 +44,12 @@ def _domain(kind: str, rng: np.random.Generator, d: int):
         "box": Box(centre - 0.8, centre + 0.6),
         "linf": LinfBall(centre, 0.5),
         "l1": L1Ball(centre, 1.0),
+        "l2": L2Ball(centre, 0.8),
     }[kind]
 
 
 def _cases() -> list[tuple[int, str]]:
-    return [(seed, kind) for seed in range(12) for kind in ("box", "linf", "l1")]
+    return [(seed, kind) for seed in range(12) for kind in ("box", "linf", "l1", "l2")]
 
 
 def _oracle(net, domain, seed, c) -> float:
@@ -59,9 +60,10 @@ def _oracle(net, domain, seed, c) -> float:
 
 @pytest.mark.parametrize("seed, kind", _cases(), ids=lambda v: str(v))
 def test_the_exact_l2_constant_is_the_oracles(seed, kind):
-    """36 network-domain pairs; each with a fixed c and one output norm in turn (l1, linf,
-    cross, l2), solved by the default plan, by SCIP's quadratic model and by HiGHS's chords
-    (not the l2 output norm, whose ball only SCIP takes): the oracle's value to 1e-6."""
+    """48 network-domain pairs (the ℓ2 ball: SCIP's quadratic row, HiGHS's tangent cuts), each
+    with a fixed c and one output norm in turn (l1, linf, cross, l2), solved by the default
+    plan, by SCIP's quadratic model and by HiGHS's chords (not the l2 output norm, whose ball
+    only SCIP takes): the oracle's value to 1e-6."""
     net, rng = _network(seed)
     domain = _domain(kind, rng, net.input_dim)
     c = rng.normal(size=3)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lipopt import Box, L1Ball, LinfBall
+from lipopt import Box, L1Ball, L2Ball, LinfBall
 from lipopt.config import LEVER_DEFAULTS, configure
 from lipopt.plan import DomainSplit, Facts, Mip, Race, RegionSearch, describe, plan
 from lipopt.policy import Policy
@@ -35,6 +35,7 @@ DOMAINS = {
     "box": lambda d: Box(np.zeros(d), np.ones(d)),
     "linf ball": lambda d: LinfBall(np.full(d, 0.5), 0.1),
     "l1 ball": lambda d: L1Ball(np.full(d, 0.5), 0.1),
+    "l2 ball": lambda d: L2Ball(np.full(d, 0.5), 0.1),
 }
 OBJECTIVES = {"c": (None, None), "output linf": (None, "linf")}
 FLAGS: dict[str, dict[str, Any]] = {
@@ -119,9 +120,9 @@ def test_plan_keeps_the_rules(key):
     kinds = {type(n) for n in nodes}
     if facts.cores < 2 or not facts.fork or objective != "c" or norm == "l1":
         assert Race not in kinds  # racing needs two forking cores, a fixed c and l-inf
-    if objective != "c" or domain == "l1 ball" or flags == "lp":
+    if objective != "c" or domain in ("l1 ball", "l2 ball") or flags == "lp":
         assert RegionSearch not in kinds  # exact, fixed c, box or l-inf ball only
-    if domain == "l1 ball" or flags == "lp":
+    if domain in ("l1 ball", "l2 ball") or flags == "lp":
         assert DomainSplit not in kinds
     if flags == "lp":
         assert all(not n.config.exact for n in nodes if isinstance(n, Mip))
@@ -130,6 +131,10 @@ def test_plan_keeps_the_rules(key):
         expected = None if norm != "l2" else "quadratic" if quadratic else "chords"
         assert mip.l2_objective == expected
         assert not quadratic or mip.solver == "scip"
+        # an l2 ball: its quadratic row where SCIP can take it, else tangent cuts
+        ball = domain == "l2 ball" and flags != "lp" and "scip" in facts.solvers
+        expected = None if domain != "l2 ball" else "quadratic row" if ball else "tangent cuts"
+        assert mip.ball_encoding == expected or (ball and mip.solver != "scip")
     for race in (n for n in nodes if isinstance(n, Race)):
         backward = next(r for r in race.racers if r.formulation.value == "backward")
         assert backward.solver == ("scip" if "scip" in facts.solvers else "highs")

@@ -10,9 +10,9 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
-from lipopt.domain import Domain
+from lipopt.domain import Domain, L2Ball
 from lipopt.formulation.backward import add_backward
-from lipopt.formulation.forward import add_forward, add_input
+from lipopt.formulation.forward import add_ball_row, add_forward, add_input
 from lipopt.formulation.l2 import (
     chord_binaries,
     first_breakpoints,
@@ -105,7 +105,8 @@ class ModelSpec:
     first candidate (``decompose``), the :class:`Formulation`, the forward model's tangent
     bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`), and for ℓ2 the
     exact quadratic objective (``quadratic``, SCIP) instead of the chords; ``quadratic`` is also
-    what the ℓ2 output norm's ball needs in exact mode."""
+    what the ℓ2 output norm's ball needs in exact mode, and what takes an ℓ2-ball domain as its
+    quadratic row (else the ball's bounding box and tangent cuts)."""
 
     relax: bool = False
     decompose: bool = False
@@ -145,6 +146,8 @@ def build(
         )
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
+    if isinstance(domain, L2Ball) and spec.quadratic and not relax:
+        add_ball_row(model, domain)
     activations = add_forward(model, network, bounds, x, relax)
     if form is Formulation.FORWARD:
         if tangent is None:

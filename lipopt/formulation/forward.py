@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
-from lipopt.domain import Box, Domain, L1Ball, LinfBall
+from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
@@ -54,16 +54,61 @@ def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
     return x
 
 
+def _add_l2_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
+    """The ℓ2 ball's bounding box, and an empty list ``ball_cuts`` of tangent cuts
+    (:func:`add_tangent_cut`), or the ball itself (:func:`add_ball_row`): the model contains
+    the ball either way, so its maximum bounds the constant."""
+    x = _add_box(model, domain)
+    model.ball_cuts = pe.ConstraintList()
+    return x
+
+
 INPUT_ENCODERS: dict[type, Callable[[pe.ConcreteModel, Domain], list[Term]]] = {
     Box: _add_box,
     LinfBall: _add_box,
     L1Ball: _add_l1_ball,
+    L2Ball: _add_l2_ball,
 }
 
 
 def add_input(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
-    """Input variables ``x`` constrained to the domain."""
+    """Input variables ``x`` constrained to the domain (the ℓ2 ball: its bounding box)."""
     return INPUT_ENCODERS[type(domain)](model, domain)
+
+
+def add_ball_row(model: pe.ConcreteModel, domain: L2Ball) -> None:
+    """``Σ_j (x_j - c_j)^2 <= ρ^2``: the ℓ2 ball as one convex quadratic row (SCIP), in place
+    of the tangent cuts."""
+    centre = domain.center
+    model.del_component("ball_cuts")
+    model.x_in_ball = pe.Constraint(
+        expr=pe.quicksum((model.x[j] - float(centre[j])) ** 2 for j in range(domain.dim))
+        <= domain.radius**2
+    )
+
+
+#: a point counts as outside the ℓ2 ball beyond this share of its radius (the solvers' tolerance)
+BALL_TOLERANCE = 1e-7
+
+
+def add_tangent_cut(model: pe.ConcreteModel, domain: Domain, point: np.ndarray) -> bool:
+    """Where the model takes the ℓ2 ball by tangent cuts and ``point`` lies outside it, add
+    ``n·(x - c) <= ρ`` with ``n = (point - c)/||point - c||_2``: the tangent plane at the ball's
+    point nearest ``point``, valid on the ball (``n·(x - c) <= ||x - c||_2``), which cuts
+    ``point`` off. False where nothing was added."""
+    cuts = model.component("ball_cuts")
+    if cuts is None or not isinstance(domain, L2Ball):
+        return False
+    offset = np.asarray(point, dtype=np.float64) - domain.center
+    length = float(np.linalg.norm(offset))
+    if length <= domain.radius * (1.0 + BALL_TOLERANCE):
+        return False
+    normal = offset / length
+    cuts.add(
+        pe.quicksum(float(normal[j]) * (model.x[j] - float(domain.center[j]))
+                    for j in range(domain.dim) if normal[j] != 0.0) <= domain.radius
+    )  # fmt: skip
+    return True
 
 
 def add_forward(

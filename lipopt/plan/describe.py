@@ -37,6 +37,7 @@ def _mip(node: Mip) -> str:
     ]
     extras = [
         (f"l2 {node.l2_objective}", node.l2_objective is not None),
+        (f"l2 ball as {node.ball_encoding}", node.ball_encoding is not None),
         ("decomposed", node.decompose),
         ("gate products", node.decompose and node.products),
         ("sub-network tangents", node.subnets),

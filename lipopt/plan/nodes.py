@@ -30,6 +30,7 @@ class Mip:
         attack: the gradient attack and pattern climb give the first cutoff.
         products: the ℓ1 candidates of two hidden layers maximised as gate products.
         l2: the query's input norm is ℓ2 (see :attr:`l2_objective`).
+        l2_ball: the domain is an ℓ2 ball (see :attr:`ball_encoding`).
     """
 
     config: SolveConfig
@@ -40,6 +41,7 @@ class Mip:
     split: str | None
     products: bool
     l2: bool = False
+    l2_ball: bool = False
 
     @property
     def formulation(self) -> Formulation:
@@ -61,6 +63,15 @@ class Mip:
         if not self.l2:
             return None
         return "quadratic" if self.quadratic_rows else "chords"
+
+    @property
+    def ball_encoding(self) -> str | None:
+        """How the model takes an ℓ2-ball domain: ``"quadratic row"`` (``||x - c||_2^2 <= ρ^2``)
+        where it may use quadratic rows, else ``"tangent cuts"`` (its bounding box, cut at each
+        solution outside it); None for the other domains."""
+        if not self.l2_ball:
+            return None
+        return "quadratic row" if self.quadratic_rows else "tangent cuts"
 
 
 @dataclass(frozen=True)

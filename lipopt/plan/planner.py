@@ -12,7 +12,8 @@ tested on its own. The decisions, in order:
 3. The domain split (exact mode, boxes and ℓ∞ balls), each part a MIP.
 4. The ℓ2 input norm with ``solver="auto"``: ``auto_l2_solver`` (SCIP, whose model is the
    quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds); the same
-   for the ℓ2 output norm, whose ball ``Σ w_i^2 <= 1`` only SCIP takes.
+   for the ℓ2 output norm, whose ball ``Σ w_i^2 <= 1`` only SCIP takes, and for an ℓ2-ball
+   domain (SCIP: the ball as a quadratic row; HiGHS: its bounding box and tangent cuts).
 5. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
    ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
 """
@@ -20,7 +21,7 @@ tested on its own. The decisions, in order:
 from __future__ import annotations
 
 from lipopt.config import SolveConfig, regions_applicable
-from lipopt.domain import Box, LinfBall
+from lipopt.domain import Box, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
@@ -128,12 +129,18 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         # gate products exist for two hidden layers (formulation.products.gate_products)
         products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
         l2=query.norm is InputNorm.L2,
+        l2_ball=isinstance(query.domain, L2Ball),
     )
 
 
 def uses_l2(query: Query) -> bool:
-    """The ℓ2 input or output norm: SCIP's quadratic rows where ``solver="auto"``."""
-    return query.norm is InputNorm.L2 or query.seed is OutputNorm.L2
+    """The ℓ2 input or output norm, or an ℓ2-ball domain: SCIP's quadratic rows where
+    ``solver="auto"``."""
+    return (
+        query.norm is InputNorm.L2
+        or query.seed is OutputNorm.L2
+        or isinstance(query.domain, L2Ball)
+    )
 
 
 def adapter_name(solver: str) -> str:

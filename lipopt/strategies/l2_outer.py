@@ -34,7 +34,7 @@ from lipopt.solvers import NoBoundError, SolveResult, SolverFailure, Termination
 from lipopt.strategies.floor import carrying, floor_bracket
 from lipopt.strategies.refine import (
     ModelProblem,
-    exclude_pattern,
+    exclude_region,
     full_pattern,
     model_stats,
     raise_on_failure,
@@ -180,7 +180,6 @@ def _cut(problem: ModelProblem, state: Outer, values: Any, check: RegionCheck | 
     """The round's optimum is a gradient of its pattern (``check``: the margin LP's verdict on
     it); not attained (else the bracket had closed), so its region is lower-dimensional: cut it
     off, within ``max_refinements``."""
-    lip = problem.lip
     limit = problem.max_refinements
     if check is None or check.dimension is not Dimension.LOWER:
         state.stopped = (
@@ -192,11 +191,14 @@ def _cut(problem: ModelProblem, state: Outer, values: Any, check: RegionCheck | 
     if limit is not None and state.cuts >= limit:
         state.stopped = f"the limit of {limit} excluded pattern(s) was reached"
         return False
-    if not exclude_pattern(lip, values, check.support):
+    if not exclude_region(problem, values, check):
         state.stopped = "a lower-dimensional optimum had no binary to cut"
         return False
     state.cuts += 1
-    problem.say(f"optimum on a lower-dimensional region; excluding it ({state.cuts})")
+    problem.say(
+        f"optimum on a region that is lower-dimensional or misses the domain; excluding it "
+        f"({state.cuts})"
+    )
     return True
 
 

@@ -18,12 +18,13 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.config import Mode
 from lipopt.formulation import LipschitzModel
+from lipopt.formulation.forward import add_tangent_cut
 from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, SolverFailure, Termination
-from lipopt.verify import Dimension, Neuron, check_region
+from lipopt.verify import Dimension, Neuron, RegionCheck, check_region
 
 pe = lazy_module("pyomo.environ")
 
@@ -138,12 +139,12 @@ def _refine(
             or (problem.max_refinements is not None
                 and solved.refinements >= problem.max_refinements)
             or (remaining is not None and remaining <= 0)
-            or not exclude_pattern(lip, values, check.support)
+            or not exclude_region(problem, values, check)
         ):
             return
         solved.refinements += 1
-        say(f"optimum on a lower-dimensional region; excluding it and re-solving "
-            f"({solved.refinements})")  # fmt: skip
+        say(f"optimum on a region that is lower-dimensional or misses the domain; excluding it "
+            f"and re-solving ({solved.refinements})")  # fmt: skip
         if _resolve(problem, options, remaining, cutoff, solved):
             return
 
@@ -228,6 +229,17 @@ def exclude_pattern(
         pe.quicksum((1 - v) if values.get(v, 0.0) > 0.5 else v for v in binaries) >= 1
     )
     return True
+
+
+def exclude_region(problem: ModelProblem, values: Any, check: RegionCheck) -> bool:
+    """The solver's optimum lies on a pattern whose region meets the domain in a
+    lower-dimensional set (``check``: a ``LOWER`` verdict), which includes missing it: exclude
+    the pattern (:func:`exclude_pattern`), and where the model takes an ℓ2 ball by tangent cuts
+    and the solver's point lies outside the ball, cut it off there too
+    (:func:`~lipopt.formulation.forward.add_tangent_cut`). False where nothing was cut."""
+    point = solver_point(problem, values)
+    tangent = add_tangent_cut(problem.lip.model, problem.query.domain, point)
+    return exclude_pattern(problem.lip, values, check.support) or tangent
 
 
 def _cut_layers(lip: LipschitzModel, support: tuple[Neuron, ...] | None) -> list[dict]:
