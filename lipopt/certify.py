@@ -23,9 +23,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lipopt.domain import L1Ball, LinfBall
+from lipopt.domain import L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, lipschitz
 from lipopt.network import Network
+
+#: the norm of each ball, in which its radius is certified
+BALL_NORMS: dict[type, str] = {LinfBall: "linf", L1Ball: "l1", L2Ball: "l2"}
 
 
 class CertifyMethod(str, Enum):
@@ -70,7 +73,7 @@ class CertifyResult:
 
 def certify(
     network: Network,
-    ball: LinfBall | L1Ball,
+    ball: LinfBall | L1Ball | L2Ball,
     method: CertifyMethod | str = CertifyMethod.CROSS,
     **solve_options: Any,
 ) -> CertifyResult:
@@ -78,14 +81,15 @@ def certify(
 
     Args:
         network: the classifier (one output: sign; several: argmax).
-        ball: the ℓ∞ or ℓ1 ball around the input x; constants are taken over it.
+        ball: the ℓ∞, ℓ1 or ℓ2 ball around the input x; constants are taken over it, in the
+            ball's own norm (the ℓ2 ball: the exact ℓ2 constant, :mod:`lipopt.formulation.l2`).
         method: ``cross``, ``pairwise`` or ``naive`` (ignored for one output).
         **solve_options: passed to :func:`lipopt.lipschitz` (solver, time_limit, gap, ...).
     """
-    if not isinstance(ball, (LinfBall, L1Ball)):
+    norm = BALL_NORMS.get(type(ball))
+    if norm is None:
         raise LipschitzError("certify needs a ball around the input (--center and --radius)")
     how = CertifyMethod(method) if not isinstance(method, CertifyMethod) else method
-    norm = "linf" if isinstance(ball, LinfBall) else "l1"
     start = time.perf_counter()
     x = ball.center
     logits = network.forward(x)

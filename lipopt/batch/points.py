@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lipopt.batch.tasks import Task, file_digest, fingerprint
-from lipopt.domain import DomainError, L1Ball, LinfBall
+from lipopt.domain import BALLS, DomainError
 from lipopt.io.onnx import load_onnx, sample_shape
 from lipopt.lipschitz import check_arguments
 
@@ -89,7 +89,7 @@ def point_tasks(spec: PointSet) -> list[Task]:
         raise DomainError(f"--labels must lie in 0..{classes - 1} (the network's classes)")
     if not spec.radii or any(not np.isfinite(r) or r <= 0 for r in spec.radii):
         raise DomainError("--radius must be positive numbers, e.g. 0.01,0.02,0.05")
-    kind = {"linf": LinfBall, "l1": L1Ball}[spec.ball]
+    kind = BALLS[spec.ball]
     solve_options = {**dict(spec.solve_options), "workers": 1, "threads": 1}
     objective = {"output_norm": "cross"} if network.output_dim > 1 else {}
     check_arguments(network, kind(points[0], float(spec.radii[0])), spec.ball, **objective,

@@ -22,6 +22,8 @@ examples:
   lipopt certify net.onnx --center x.npy --radius 0.1 --method naive
   # an l1 ball and l1 radius
   lipopt certify net.onnx --center 0.2,0.7 --radius 0.5 --ball l1 --json
+  # an l2 ball and l2 radius (the exact l2 constant; SCIP by default)
+  lipopt certify net.onnx --center x.npy --radius 0.5 --ball l2
   # a dataset: every point at every radius, one JSON line each, resumable (docs/batch.md)
   lipopt certify net.onnx --points test_x.npy --labels test_y.npy --radius 0.01,0.02,0.05 \
       --out cert.jsonl --time-limit 60
@@ -63,9 +65,9 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ball",
-        choices=["linf", "l1"],
+        choices=["linf", "l1", "l2"],
         default="linf",
-        help="ball and radius norm (default: linf)",
+        help="ball and radius norm (default: linf; l2: the exact l2 constant)",
     )
     parser.add_argument(
         "--method",

@@ -30,7 +30,9 @@ def _add_problem_arguments(
     )
     dom.add_argument("--radius", type=float, help="ball radius (with --center)")
     dom.add_argument(
-        "--ball", choices=["linf", "l1"], help="ball type for --center/--radius (default: linf)"
+        "--ball",
+        choices=["linf", "l1", "l2"],
+        help="ball type for --center/--radius (default: linf)",
     )
     prob = parser.add_argument_group("problem")
     prob.add_argument(

@@ -23,12 +23,12 @@ examples:
   lipopt solve models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1   # f_1 - f_2, exact
   lipopt solve net.onnx --center 0.1,0.5,0.3 --radius 0.05 --norm l1 --json
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
+  lipopt solve net.onnx --center x.npy --radius 0.5 --ball l2 --norm l2   # Euclidean
   lipopt solve net.onnx --box 0,1 --output-norm cross      # the whole output vector
   lipopt solve net.onnx --box 0,1 --c 1,-1 --norm l2        # max ||grad||_2, exact
-  lipopt solve net.onnx --box bounds.json      # {"lower": [...], "upper": [...]}
 
-domain: exactly one of --box or --center/--radius (--ball l1 for an l1 ball). Negative
-numbers work as typed (--box -1,1). Vectors are comma lists or .npy/.json/.txt files.
+domain: exactly one of --box or --center/--radius (--ball l1|l2 for an l1 or l2 ball).
+Negative numbers work as typed (--box -1,1). Vectors are comma lists or .npy/.json/.txt files.
 
 output: 'value' is a certified upper bound on the local Lipschitz constant, the exact constant
 when the status is 'optimal'; 'lower' is attained at the witness input. Exit status: 0
