@@ -5,13 +5,16 @@ true errors in ℓ2.
     PYTHONPATH=. python benchmarks/l2.py --cases 0,1 --seeds 0,1 --time-limit 60
     PYTHONPATH=. python benchmarks/l2.py --no-regions           # the MIPs, not the region search
     PYTHONPATH=. python benchmarks/l2.py --quick                # case 0, seed 0, 30 s limit
+    PYTHONPATH=. python benchmarks/l2.py --cases 4,5,6 --no-regions --time-limit 60 \
+        --seeds 0,1 --out benchmarks/results/l2_ball.md         # the ℓ2 balls
 
-Networks are ``benchmarks/speed.py``'s (its ``make_case``, imported: He-normal weights,
-N(0, 0.5²) biases, seeds 1000 + seed; ``unit`` = [0, 1]^d, ``ball`` = ℓ∞ ball of radius 0.1
-around a uniform random centre) with its c: ``e_1 - e_2`` for two outputs, lipopt's default
-``[1]`` for one. The cases (:data:`CASES`, chosen by index with ``--cases``) are the speed
-benchmark's that finish in ℓ∞. Per case and seed, each in a fresh process (so peak memory is
-the solve's own, and no solve warms another's caches):
+Networks are ``benchmarks/speed.py``'s (its ``make_case``, imported: He-normal weights, N(0, 0.5²)
+biases, seeds 1000 + seed; ``unit`` = [0, 1]^d, ``ball`` = ℓ∞ ball of radius 0.1 around a uniform
+random centre; ``l2ball`` = the ℓ2 ball of radius ``0.1 sqrt(d)`` around the same centre, which
+contains that ℓ∞ ball, so its constants are never smaller) with its c: ``e_1 - e_2`` for two
+outputs, lipopt's default ``[1]`` for one. The cases (:data:`CASES`, chosen by index with
+``--cases``) are the speed benchmark's that finish in ℓ∞. Per case and seed, each in a fresh
+process (so peak memory is the solve's own, and no solve warms another's caches):
 
 - ℓ∞: ``lipopt.lipschitz(net, domain, "linf", c=c, time_limit=T)``, the shipped default;
 - ℓ2 SCIP: the same with ``"l2"``, the shipped default, whose plan solves the MIP with SCIP on
@@ -79,6 +82,10 @@ CASES: list[tuple[str, str]] = [
     ("10,20,20,1", "ball"),
     ("10,20,30,20,2", "ball"),
     ("16,16,16,2", "unit"),
+    # the ℓ2 balls that circumscribe the ℓ∞ balls above (radius 0.1 sqrt(d), same centres)
+    ("16,16,16,2", "l2ball"),
+    ("10,20,20,1", "l2ball"),
+    ("10,20,30,20,2", "l2ball"),
 ]
 #: column key -> (input norm, lipschitz options beyond the default)
 SOLVES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -156,12 +163,23 @@ def _peak_mb() -> float:
     )
 
 
+def _case(widths: str, domain: str, seed: int) -> tuple[Any, Any, Any]:
+    """speed.py's case; ``l2ball``: the ℓ2 ball around its ℓ∞ ball's centre that contains that
+    ball (radius ``0.1 sqrt(d)``), so its constants are at least the ℓ∞ ball's."""
+    import lipopt
+
+    if domain != "l2ball":
+        return make_case(widths, domain, seed)
+    net, box, c = make_case(widths, "ball", seed)
+    return net, lipopt.L2Ball(box.center, box.radius * math.sqrt(box.dim)), c
+
+
 def _solve_job(args: tuple[str, str, int, str, float, bool], queue: Any) -> None:
     widths, domain, seed, key, time_limit, regions = args
     _preload()
     import lipopt
 
-    net, region, c = make_case(widths, domain, seed)
+    net, region, c = _case(widths, domain, seed)
     norm, options = SOLVES[key]
     if not regions:
         options = {**options, "regions": False}
@@ -191,7 +209,7 @@ def _estimators_job(args: tuple[str, str, int], queue: Any) -> None:
         pass
     from lipopt.compare import Unavailable, compare
 
-    net, region, c = make_case(widths, domain, seed)
+    net, region, c = _case(widths, domain, seed)
     out = []
     for r in compare(net, region, "l2", c=c, methods=ESTIMATORS):
         if isinstance(r, Unavailable):
@@ -446,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cases",
         help="comma list of indices into CASES: "
         + "; ".join(f"{i}: [{w}] {d}" for i, (w, d) in enumerate(CASES))
-        + " (default all; --quick: 0)",
+        + " (default 0,1,2,3; --quick: 0)",
     )
     parser.add_argument("--seeds", help='comma list of seeds (default "0")')
     parser.add_argument(
@@ -465,8 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     shown = sys.argv[1:] if argv is None else argv
     command = " ".join(["PYTHONPATH=. python benchmarks/l2.py", *shown])
-    cases = [CASES[int(i)] for i in (args.cases or ("0" if args.quick else "")).split(",") if i]
-    cases = cases or list(CASES)
+    chosen = args.cases or ("0" if args.quick else "0,1,2,3")
+    cases = [CASES[int(i)] for i in chosen.split(",")]
     seeds = [int(s) for s in (args.seeds or "0").split(",")]
     limit = args.time_limit if args.time_limit is not None else (30.0 if args.quick else 120.0)
     out = args.out or RESULTS / ("l2_quick.md" if args.quick else "l2.md")

@@ -175,10 +175,12 @@ class L2Ball(_Ball):
         return self.center + direction * scale
 
     def project(self, x: FloatArray) -> FloatArray:
-        """The nearest points of the ball to the rows of ``x``."""
+        """The nearest points of the ball to the rows of ``x``; a point outside lands a hair
+        (1e-12 of the radius) inside the sphere, so rounding keeps it in the ball."""
         offset = np.asarray(x, dtype=np.float64) - self.center
         length = np.linalg.norm(offset, axis=-1, keepdims=True)
-        return self.center + offset * np.minimum(1.0, self.radius / np.maximum(length, 1e-300))
+        inside = self.radius * (1.0 - 1e-12)
+        return self.center + offset * np.minimum(1.0, inside / np.maximum(length, 1e-300))
 
     def describe(self) -> str:
         return f"l2 ball of radius {self.radius:g} in R^{self.dim}"

@@ -18,7 +18,7 @@ from lipopt import driver, policy
 from lipopt.balance import balanced
 from lipopt.bounds import propagate
 from lipopt.config import Mode, configure, resolve_formulation
-from lipopt.domain import Domain, L2Ball, check_dimension
+from lipopt.domain import Domain, check_dimension
 from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation
 from lipopt.heuristics.witness import value_at
@@ -65,8 +65,7 @@ def build_model(
         network, domain, seed, input_norm, net_bounds,
         # an ℓ2 ball: its quadratic row (the exported model is then exact for the solvers that
         # take a convex quadratic constraint: SCIP, Gurobi, CPLEX)
-        ModelSpec(relax, decompose and form is Formulation.BACKWARD, form,
-                  quadratic=isinstance(domain, L2Ball)),
+        ModelSpec(relax, decompose and form is Formulation.BACKWARD, form, ball_row=True),
     )  # fmt: skip
 
 
@@ -104,7 +103,8 @@ def lipschitz(
 
     Args:
         network: the ReLU network.
-        domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall` or :class:`~lipopt.L1Ball`.
+        domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall`, :class:`~lipopt.L1Ball` or
+            :class:`~lipopt.L2Ball`.
         norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``) or ``"l1"`` (``max ||∇||_∞``).
         c: output weighting; optional for one-output networks.
         output_norm: instead of c, the output norm β of the (α, β) constant: ``"abs"``,

@@ -83,7 +83,10 @@ AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
 #: rounds (lipopt.strategies.l2_outer), each a fresh MIP. On a [8,16,16,2] ℓ∞ ball of radius
 #: 0.3 (seed 500), SCIP's quadratic model was optimal in 12 s while HiGHS's rounds stood at
 #: [3.78, 4.68] after 60 s (benchmarks/l2.py measures both on more networks). HiGHS is used
-#: where SCIP is not installed.
+#: where SCIP is not installed. The same for an ℓ2-ball domain (SCIP: one quadratic row; HiGHS:
+#: its bounding box and tangent cuts): on the six ℓ2 balls of benchmarks/results/l2_ball.md
+#: (radius 0.1 sqrt(d)), with the ℓ1 input norm and the decomposition, SCIP took 0.2-30 s and
+#: HiGHS 0.2-19 s on five (1.0-11x SCIP's time) and did not finish the sixth in 60 s.
 AUTO_L2_SOLVER = "scip"
 
 #: the least share of the time limit the solver is given after the bounds and the build

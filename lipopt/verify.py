@@ -49,8 +49,8 @@ Neuron = tuple[int, int]
 class RegionCheck:
     """Outcome of the margin LP: the verdict, the margin ``t*`` and the deepest point.
 
-    ``support`` (a ``LOWER`` verdict only): the neurons whose rows carry the LP's proof, those
-    with a nonzero dual value. Every pattern that agrees with this one on them, and on every
+    ``support`` (a ``LOWER`` verdict only): the neurons whose rows carry the proof, those
+    with a nonzero dual value (over an ℓ2 ball, a nonzero multiplier of the certificate). Every pattern that agrees with this one on them, and on every
     neuron of the layers below the deepest of them (which shape their rows), has the same rows,
     so its margin LP is no larger: its region is lower-dimensional too. None where unknown.
     """
@@ -287,7 +287,10 @@ def _ball_margin(found: _PatternRows, dim: int, deadline: float | None) -> Regio
     a_mat, b_vec = rows[:, :dim], np.array(found.rhs)
     if not len(b_vec):  # no neuron row: the whole ball
         return RegionCheck(Dimension.FULL, 1.0, np.zeros(dim))
-    u_0, multipliers = _least_norm_point(a_mat, b_vec, 0.0)
+    try:
+        u_0, multipliers = _least_norm_point(a_mat, b_vec, 0.0)
+    except RuntimeError:  # nnls's iteration limit
+        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
     bound = _dual_margin(a_mat, b_vec, multipliers)
     if bound <= NULL_MARGIN:
         support = tuple(n for n, y in zip(found.neurons, multipliers) if y > 0.0) or None
@@ -299,7 +302,10 @@ def _ball_margin(found: _PatternRows, dim: int, deadline: float | None) -> Regio
         shrink = depth * (1.0 - distance)
         if shrink <= FULL_DIM_MARGIN:
             break
-        u, _ = _least_norm_point(a_mat, b_vec, shrink)
+        try:
+            u, _ = _least_norm_point(a_mat, b_vec, shrink)
+        except RuntimeError:
+            break
         if u is None:
             continue
         margin = min(float(np.min(b_vec - a_mat @ u)), 1.0 - float(np.linalg.norm(u)))

@@ -196,7 +196,7 @@ def test_a_tangent_cut_holds_on_the_ball_and_cuts_the_point_off():
         for j, value in enumerate(point):
             model.x[j].value = float(value)
         holds = pe.value(cut.body) <= pe.value(cut.upper) + 1e-12
-        assert holds == ball.contains(point) or ball.contains(point)
+        assert holds or not ball.contains(point)  # every point of the ball keeps the cut
     assert pe.value(cut.body) > pe.value(cut.upper)  # the outside point is cut off
 
 
@@ -209,7 +209,9 @@ def test_the_ball_samples_projects_and_parses():
         1 / 8, abs=0.02
     )
     far = ball.center + np.array([3.0, 4.0, 0.0])
-    assert np.allclose(project(ball, far), ball.center + 0.25 * np.array([0.6, 0.8, 0.0]))
+    nearest = project(ball, far)
+    assert np.allclose(nearest, ball.center + 0.25 * np.array([0.6, 0.8, 0.0]))
+    assert ball.contains(nearest, tol=0.0)  # a hair inside, not outside by rounding
     assert parse_ball("1,-1,0.5", 0.25, "l2", 3).describe() == "l2 ball of radius 0.25 in R^3"
     with pytest.raises(DomainError, match="radius must be positive"):
         L2Ball(np.zeros(2), 0.0)
@@ -225,7 +227,11 @@ def test_the_cli_solves_certifies_and_exports_over_an_l2_ball(tmp_path, capsys):
     assert answer["status"] == "optimal" and answer["value"] == pytest.approx(truth, rel=1e-6)
     assert main(["certify", model, *ball, "--json"]) == 0
     certificate = json.loads(capsys.readouterr().out)
-    assert certificate["norm"] == "l2" and certificate["radius"] >= 0
+    cross = _oracle(net, L2Ball(np.array([0.1, 0.2]), 0.5), "l2", "cross", None)
+    assert certificate["norm"] == "l2"
+    assert certificate["lipschitz"]["cross"] == pytest.approx(cross, rel=1e-6)
+    margin = min(certificate["margins"].values())
+    assert certificate["uncapped_radius"] == pytest.approx(margin / cross, rel=1e-6)
     out = tmp_path / "model.lp"
     assert main(["export", model, *ball, "--c", "1,-1,0", "--output", str(out)]) == 0
     assert "x_in_ball" in out.read_text()  # the ball as its quadratic row
@@ -246,6 +252,7 @@ def test_certify_points_in_l2_balls_equal_certify_alone(tmp_path, capsys):
     assert len(lines) == 2
     for line, x in zip(sorted(lines, key=lambda v: v["id"]), points):
         assert line["norm"] == "l2"
-        assert main(["certify", model, "--center", f"{float(x[0])!r},{float(x[1])!r}", *ball, "--json"]) == 0
+        centre = f"{float(x[0])!r},{float(x[1])!r}"
+        assert main(["certify", model, "--center", centre, *ball, "--json"]) == 0
         alone = json.loads(capsys.readouterr().out)
         assert line["lipschitz"]["cross"] == pytest.approx(alone["lipschitz"]["cross"], rel=1e-6)

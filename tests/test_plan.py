@@ -73,7 +73,8 @@ def _keys() -> list[tuple]:
     shapes = itertools.product((2, 5, 16), (1, 2), DOMAINS, OBJECTIVES, ("linf", "l1", "l2"))
     keys = [(*shape, "default", facts) for shape in shapes for facts in FACTS]
     for flags, facts in itertools.product(FLAGS, ("1 core", "2 cores")):
-        for shape in ((5, 2, "box", "c", "linf"), (16, 2, "box", "c", "l1")):
+        for shape in ((5, 2, "box", "c", "linf"), (16, 2, "box", "c", "l1"),
+                      (5, 2, "l2 ball", "c", "l2")):  # fmt: skip
             keys.append((*shape, flags, facts))
     return keys
 
@@ -131,10 +132,15 @@ def test_plan_keeps_the_rules(key):
         expected = None if norm != "l2" else "quadratic" if quadratic else "chords"
         assert mip.l2_objective == expected
         assert not quadratic or mip.solver == "scip"
-        # an l2 ball: its quadratic row where SCIP can take it, else tangent cuts
-        ball = domain == "l2 ball" and flags != "lp" and "scip" in facts.solvers
-        expected = None if domain != "l2 ball" else "quadratic row" if ball else "tangent cuts"
-        assert mip.ball_encoding == expected or (ball and mip.solver != "scip")
+        # an l2 ball: SCIP takes its quadratic row where installed, else cuts; an LP its box
+        if domain == "l2 ball" and flags == "lp":
+            assert mip.ball_encoding == "bounding box"
+        elif domain == "l2 ball":
+            scip = "scip" in facts.solvers
+            assert mip.solver == ("scip" if scip else "highs")
+            assert mip.ball_encoding == ("quadratic row" if scip else "tangent cuts")
+        else:
+            assert mip.ball_encoding is None
     for race in (n for n in nodes if isinstance(n, Race)):
         backward = next(r for r in race.racers if r.formulation.value == "backward")
         assert backward.solver == ("scip" if "scip" in facts.solvers else "highs")

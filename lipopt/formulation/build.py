@@ -105,14 +105,15 @@ class ModelSpec:
     first candidate (``decompose``), the :class:`Formulation`, the forward model's tangent
     bounds (``tangent``; default :func:`~lipopt.bounds.tangent.tangent_bounds`), and for ℓ2 the
     exact quadratic objective (``quadratic``, SCIP) instead of the chords; ``quadratic`` is also
-    what the ℓ2 output norm's ball needs in exact mode, and what takes an ℓ2-ball domain as its
-    quadratic row (else the ball's bounding box and tangent cuts)."""
+    what the ℓ2 output norm's ball needs in exact mode. ``ball_row``: an ℓ2-ball domain as its
+    quadratic row (else the ball's bounding box and tangent cuts; never in the LP relaxation)."""
 
     relax: bool = False
     decompose: bool = False
     formulation: Formulation | str = Formulation.BACKWARD
     tangent: TangentBounds | None = None
     quadratic: bool = False
+    ball_row: bool = False
 
 
 def build(
@@ -146,7 +147,7 @@ def build(
         )
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
-    if isinstance(domain, L2Ball) and spec.quadratic and not relax:
+    if isinstance(domain, L2Ball) and spec.ball_row and not relax:
         add_ball_row(model, domain)
     activations = add_forward(model, network, bounds, x, relax)
     if form is Formulation.FORWARD:

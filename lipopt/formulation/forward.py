@@ -77,13 +77,15 @@ def add_input(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
 
 
 def add_ball_row(model: pe.ConcreteModel, domain: L2Ball) -> None:
-    """``Σ_j (x_j - c_j)^2 <= ρ^2``: the ℓ2 ball as one convex quadratic row (SCIP), in place
-    of the tangent cuts."""
-    centre = domain.center
+    """``Σ_j ((x_j - c_j)/ρ)^2 <= 1``: the ℓ2 ball as one convex quadratic row (SCIP), in place
+    of the tangent cuts; scaled by ρ, so the solver's absolute tolerance on the row is relative
+    to the ball (unscaled, 1e-7 on ``ρ^2`` let a ball of radius 1e-4 grow threefold)."""
+    centre, scale = domain.center, 1.0 / domain.radius
     model.del_component("ball_cuts")
     model.x_in_ball = pe.Constraint(
-        expr=pe.quicksum((model.x[j] - float(centre[j])) ** 2 for j in range(domain.dim))
-        <= domain.radius**2
+        expr=pe.quicksum(
+            (scale * (model.x[j] - float(centre[j]))) ** 2 for j in range(domain.dim)
+        ) <= 1.0
     )
 
 

@@ -77,7 +77,7 @@ def best_witness(
         full = check.dimension is Dimension.FULL and check.point is not None
         if full:
             point = check.point
-        elif is_differentiable_at(network, x) and domain.contains(x):
+        elif is_differentiable_at(network, x) and domain.contains(x, tol=0.0):
             point = x
         else:
             continue

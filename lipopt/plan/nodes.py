@@ -67,10 +67,13 @@ class Mip:
     @property
     def ball_encoding(self) -> str | None:
         """How the model takes an ℓ2-ball domain: ``"quadratic row"`` (``||x - c||_2^2 <= ρ^2``)
-        where it may use quadratic rows, else ``"tangent cuts"`` (its bounding box, cut at each
-        solution outside it); None for the other domains."""
+        where it may use quadratic rows, ``"tangent cuts"`` (its bounding box, cut at each
+        solution outside it) in exact mode elsewhere, ``"bounding box"`` in the LP relaxation;
+        None for the other domains."""
         if not self.l2_ball:
             return None
+        if not self.config.exact:
+            return "bounding box"
         return "quadratic row" if self.quadratic_rows else "tangent cuts"
 
 

@@ -92,7 +92,8 @@ def _built_and_solved(
     start = time.perf_counter()
     lip = build(
         query.network, query.domain, query.seed, query.norm, net_bounds,
-        ModelSpec(not config.exact, node.decompose, node.formulation, tangent, node.quadratic_rows),
+        ModelSpec(not config.exact, node.decompose, node.formulation, tangent,
+                  quadratic=node.quadratic_rows, ball_row=node.quadratic_rows),
     )  # fmt: skip
     timings["build"] = time.perf_counter() - start
     start_witness = _start_witness(node, query, limit, call_start, timings, ctx)

@@ -1,6 +1,8 @@
 """One built model maximised: solve, and while the optimum sits on a lower-dimensional region,
 exclude its activation pattern by a no-good cut and solve again (paper Theorem 2 needs general
-position; the margin LP tells us when it fails).
+position; the margin LP tells us when it fails). Over an ℓ2 ball taken by its bounding box, a
+region that misses the ball is such a region too, and a tangent cut at the solver's point goes
+with its no-good cut (:func:`exclude_region`).
 
 :class:`ModelProblem` is a built model with everything its solves need; :func:`solve_refined`
 maximises it once, with its refinements.
@@ -19,6 +21,7 @@ from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.config import Mode
 from lipopt.formulation import LipschitzModel
 from lipopt.formulation.forward import add_tangent_cut
+from lipopt.heuristics.attack import project
 from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
@@ -188,8 +191,14 @@ def solve_once(adapter: Any, model: Any, options: SolveOptions) -> SolveResult:
 
 
 def solver_point(problem: ModelProblem, values: Any) -> FloatArray:
-    """The solver's input point, clipped to the domain (an input no constraint uses, as in a
-    network without hidden layers, has no solver value: the domain's centre)."""
+    """The solver's input point projected onto the domain (a point outside it, as the ℓ2 ball's
+    bounding box allows, is no witness; an input no constraint uses, as in a network without
+    hidden layers, has no solver value: the domain's centre)."""
+    return project(problem.query.domain, _raw_point(problem, values))
+
+
+def _raw_point(problem: ModelProblem, values: Any) -> FloatArray:
+    """The solver's input point, clipped to the domain's bounding box."""
     low, high = problem.query.domain.bounding_box()
     x0 = np.array([values.get(v, np.nan) for v in problem.lip.x], dtype=np.float64)
     x0 = np.where(np.isnan(x0), (low + high) / 2.0, x0)
@@ -237,7 +246,7 @@ def exclude_region(problem: ModelProblem, values: Any, check: RegionCheck) -> bo
     the pattern (:func:`exclude_pattern`), and where the model takes an ℓ2 ball by tangent cuts
     and the solver's point lies outside the ball, cut it off there too
     (:func:`~lipopt.formulation.forward.add_tangent_cut`). False where nothing was cut."""
-    point = solver_point(problem, values)
+    point = _raw_point(problem, values)
     tangent = add_tangent_cut(problem.lip.model, problem.query.domain, point)
     return exclude_pattern(problem.lip, values, check.support) or tangent
 
