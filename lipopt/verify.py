@@ -49,10 +49,11 @@ Neuron = tuple[int, int]
 class RegionCheck:
     """Outcome of the margin LP: the verdict, the margin ``t*`` and the deepest point.
 
-    ``support`` (a ``LOWER`` verdict only): the neurons whose rows carry the proof, those
-    with a nonzero dual value (over an ℓ2 ball, a nonzero multiplier of the certificate). Every pattern that agrees with this one on them, and on every
-    neuron of the layers below the deepest of them (which shape their rows), has the same rows,
-    so its margin LP is no larger: its region is lower-dimensional too. None where unknown.
+    ``support`` (a ``LOWER`` verdict only): the neurons whose rows carry the proof, those with a
+    nonzero dual value (over an ℓ2 ball, a nonzero multiplier of the certificate). Every pattern
+    that agrees with this one on them, and on every neuron of the layers below the deepest of
+    them (which shape their rows), has the same rows, so its margin LP is no larger: its region
+    is lower-dimensional too. None where unknown.
     """
 
     dimension: Dimension
