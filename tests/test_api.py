@@ -13,6 +13,7 @@ PUBLIC = {
     "DomainError",
     "InputNorm",
     "L1Ball",
+    "L2Ball",
     "LinfBall",
     "LipschitzError",
     "LipschitzResult",
