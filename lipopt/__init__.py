@@ -9,6 +9,7 @@
 from lipopt.certify import CertifyResult, certify
 from lipopt.domain import Box, DomainError, L1Ball, L2Ball, LinfBall
 from lipopt.io.onnx import OnnxImportError, load_onnx
+from lipopt.io.torch import from_torch
 from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
 from lipopt.network import Affine, Network, NetworkError, ReLU
 from lipopt.norms import InputNorm, OutputNorm
@@ -35,6 +36,7 @@ __all__ = [
     "SolverError",
     "build_model",
     "certify",
+    "from_torch",
     "lipschitz",
     "load_onnx",
 ]

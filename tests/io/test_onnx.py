@@ -686,17 +686,33 @@ def test_load_onnx_unsupported_activation_names_op_and_node(op: str) -> None:
         load_onnx(_model(nodes, ["N", 4], inits))
     message = str(info.value)
     assert f"unsupported ONNX op '{op}' at node 'node_3'" in message
-    assert "supported: Add, BatchNormalization" in message
+    assert "supported: Add, AveragePool, BatchNormalization" in message
 
 
-def test_load_onnx_conv_is_rejected() -> None:
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {},
+        {"strides": [2, 1], "pads": [1, 0, 0, 2]},
+        {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+        {"auto_pad": "SAME_LOWER", "strides": [2, 3]},
+        {"dilations": [2, 1], "pads": [2, 1, 2, 1]},
+        {"auto_pad": "VALID", "group": 2},
+    ],
+)
+def test_load_onnx_conv_matches_onnxruntime(attributes: dict) -> None:
+    """Conv (with its padding rules) then AveragePool, both with a bias-free and a biased
+    kernel, against onnxruntime."""
+    groups = attributes.get("group", 1)
     nodes = [
-        helper.make_node("Conv", ["x", "K"], ["c"], name="conv1"),
-        helper.make_node("Flatten", ["c"], ["y"], name="flatten"),
+        helper.make_node("Conv", ["x", "K", "B"], ["c"], name="conv1", **attributes),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[2, 2], pads=[1, 1, 0, 0],
+                         name="pool"),  # fmt: skip
+        helper.make_node("Flatten", ["p"], ["y"], name="flatten"),
     ]
-    model = _model(nodes, ["N", 1, 8, 8], [_init("K", _rand(2, 1, 3, 3))])
-    with pytest.raises(OnnxImportError, match=r"unsupported ONNX op 'Conv' at node 'conv1'"):
-        load_onnx(model)
+    inits = [_init("K", _rand(4, 2 // groups, 3, 3)), _init("B", _rand(4, seed=2))]
+    _assert_matches_ort(_model(nodes, [1, 2, 7, 6], inits), (1, 2, 7, 6))
 
 
 def test_load_onnx_maxpool_is_rejected() -> None:

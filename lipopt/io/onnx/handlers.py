@@ -10,6 +10,12 @@ from lipopt.io.onnx.ops_constant import (
     handle_gather,
     handle_shape,
 )
+from lipopt.io.onnx.ops_conv import (
+    handle_average_pool,
+    handle_conv,
+    handle_global_average_pool,
+    handle_reduce_mean,
+)
 from lipopt.io.onnx.ops_linear import handle_gemm, handle_matmul
 from lipopt.io.onnx.ops_normalise import (
     handle_add,
@@ -23,6 +29,7 @@ from lipopt.io.onnx.ops_shape import (
     handle_identity,
     handle_reshape,
     handle_squeeze,
+    handle_transpose,
     handle_unsqueeze,
 )
 
@@ -30,21 +37,26 @@ __all__ = ["HINTS", "OP_HANDLERS", "SHAPE_ONLY_OPS"]
 
 OP_HANDLERS: dict[str, Handler] = {
     "Add": handle_add,
+    "AveragePool": handle_average_pool,
     "BatchNormalization": handle_batchnorm,
     "Concat": handle_concat,
     "Constant": handle_constant,
+    "Conv": handle_conv,
     "Div": handle_div,
     "Flatten": handle_flatten,
     "Gather": handle_gather,
     "Gemm": handle_gemm,
+    "GlobalAveragePool": handle_global_average_pool,
     "Identity": handle_identity,
     "MatMul": handle_matmul,
     "Mul": handle_mul,
+    "ReduceMean": handle_reduce_mean,
     "Relu": handle_relu,
     "Reshape": handle_reshape,
     "Shape": handle_shape,
     "Squeeze": handle_squeeze,
     "Sub": handle_sub,
+    "Transpose": handle_transpose,
     "Unsqueeze": handle_unsqueeze,
 }
 """One handler per supported ONNX op (default domain)."""

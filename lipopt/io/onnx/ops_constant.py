@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from lipopt.io.onnx.context import NodeContext, constant, require
-from lipopt.io.onnx.symbolic import Value, shape_of
+from lipopt.io.onnx.symbolic import Symbolic, Value, shape_of
 
 
 def handle_constant(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
@@ -36,10 +36,26 @@ def handle_shape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
 
 
 def handle_gather(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
-    """``Y = take(data, indices, axis)``, for constants only (shape arithmetic)."""
-    data = constant(ctx, require(ctx, inputs, 0, "data"), "data")
-    indices = constant(ctx, require(ctx, inputs, 1, "indices"), "indices")
-    return [np.take(data, indices.astype(np.int64), axis=int(ctx.attr("axis", 0)))]
+    """``Y = take(data, indices, axis)`` with constant indices: shape arithmetic on constants,
+    and on input-dependent data a selection of entries (the dynamo exporter's ``as_strided``),
+    linear: ``take(L h + c) = take(L) h + take(c)``."""
+    data = require(ctx, inputs, 0, "data")
+    indices = constant(ctx, require(ctx, inputs, 1, "indices"), "indices").astype(np.int64)
+    axis = int(ctx.attr("axis", 0))
+    if not isinstance(data, Symbolic):
+        return [np.take(np.asarray(data), indices, axis=axis)]
+    rank = len(data.shape)
+    if not -rank <= axis < rank:
+        raise ctx.error(f"axis {axis} out of range for rank {rank}")
+    axis %= rank
+    if axis == 0 and data.batched:
+        raise ctx.error("gathering along the batch axis is not supported")
+    size = data.shape[axis]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        raise ctx.error(f"indices out of range for an axis of {size}")
+    offset = np.take(data.offset, indices, axis=axis)
+    linear = np.take(data.full_linear(), indices, axis=axis + 1)
+    return [data.with_map(linear, offset, data.batched and axis > 0 and offset.ndim == rank)]
 
 
 def handle_concat(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:

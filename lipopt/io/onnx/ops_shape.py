@@ -141,3 +141,16 @@ def handle_unsqueeze(ctx: NodeContext, inputs: list[Value | None]) -> list[Value
     if not isinstance(x, Symbolic):
         return [np.reshape(x, target)]
     return [x.reshaped(target, batched=x.batched and 0 not in insert)]
+
+
+def handle_transpose(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = transpose(X, perm)`` (default: the axes reversed), a reordering of the entries."""
+    x = require(ctx, inputs, 0, "data")
+    rank = len(shape_of(x))
+    perm = [int(p) for p in ctx.attr("perm", list(range(rank))[::-1])]
+    if sorted(perm) != list(range(rank)):
+        raise ctx.error(f"perm {perm} is not a permutation of the {rank} axes")
+    if not isinstance(x, Symbolic):
+        return [np.transpose(x, perm)]
+    linear = np.transpose(x.full_linear(), [0, *(p + 1 for p in perm)])
+    return [x.with_map(linear, np.transpose(x.offset, perm), x.batched and perm[0] == 0)]

@@ -1,0 +1,173 @@
+"""Convolutions and average pooling: ``Conv`` (1-D, 2-D, 3-D; strides, pads, dilations, groups),
+``AveragePool`` and ``GlobalAveragePool``. Each is linear in its input, so on an input-dependent
+tensor ``L h + c`` it maps the pending map's rows: ``conv(L h + c) = conv0(L) h + conv(c)``
+(``conv0`` without the bias), computed in numpy as a batch of ``width`` images. The network keeps
+the dense matrix of the result (the 8x8 digits CNN: a few hundred columns per layer)."""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from lipopt.io.onnx.context import NodeContext, constant, require
+from lipopt.io.onnx.symbolic import FloatArray, Symbolic, Value, floats, shape_of
+
+
+def convolve(
+    images: FloatArray, kernel: FloatArray, geometry: dict[str, Any], groups: int
+) -> FloatArray:
+    """ONNX ``Conv`` without bias on ``images`` of shape ``(n, C, *spatial)`` and ``kernel`` of
+    shape ``(M, C / groups, *k)``: ``y[n, m, o] = Σ_{c in m's group, j} x[n, c, o·s + j·d] w[m,
+    c, j]`` over the zero-padded images (``geometry``: ``strides``, ``dilations``, ``pads``)."""
+    dims = kernel.ndim - 2
+    strides, dilations, pads = geometry["strides"], geometry["dilations"], geometry["pads"]
+    padding = [(0, 0), (0, 0)] + [(pads[i], pads[i + dims]) for i in range(dims)]
+    padded = np.pad(images, padding)
+    extent = [(kernel.shape[2 + i] - 1) * dilations[i] + 1 for i in range(dims)]
+    windows = sliding_window_view(padded, extent, axis=tuple(range(2, 2 + dims)))
+    picks = (slice(None), slice(None))
+    picks += tuple(slice(None, None, s) for s in strides)
+    picks += tuple(slice(None, None, d) for d in dilations)
+    windows = windows[picks]  # (n, C, *out, *k)
+    channels, filters = images.shape[1] // groups, kernel.shape[0] // groups
+    summed = [1, *range(2 + dims, 2 + 2 * dims)]
+    parts = [
+        np.tensordot(
+            windows[:, g * channels : (g + 1) * channels],
+            kernel[g * filters : (g + 1) * filters],
+            axes=(summed, [1, *range(2, 2 + dims)]),
+        )
+        for g in range(groups)
+    ]  # each (n, *out, filters)
+    return np.moveaxis(np.concatenate(parts, axis=-1), -1, 1)
+
+
+def _geometry(ctx: NodeContext, spatial: tuple[int, ...], kernel: tuple[int, ...]) -> dict:
+    """Strides, dilations and begin/end pads of a Conv or pool node (``auto_pad`` resolved as
+    ONNX defines it: SAME pads the total ``(ceil(in/s) - 1) s + extent - in``, the odd cell at
+    the end for SAME_UPPER, at the start for SAME_LOWER)."""
+    dims = len(kernel)
+    strides = [int(s) for s in ctx.attr("strides", [1] * dims)]
+    dilations = [int(d) for d in ctx.attr("dilations", [1] * dims)]
+    if len(strides) != dims or len(dilations) != dims:
+        raise ctx.error(f"strides and dilations must have {dims} entries")
+    auto = ctx.attr("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * dims))]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * dims)
+        for i in range(dims):
+            extent = (kernel[i] - 1) * dilations[i] + 1
+            total = max((-(-spatial[i] // strides[i]) - 1) * strides[i] + extent - spatial[i], 0)
+            small, large = total // 2, total - total // 2
+            pads[i], pads[i + dims] = (small, large) if auto == "SAME_UPPER" else (large, small)
+    elif auto == "VALID":
+        pads = [0] * (2 * dims)
+    elif auto != "NOTSET":
+        raise ctx.error(f"auto_pad={auto!r} is not supported")
+    if len(pads) != 2 * dims or min(pads) < 0:
+        raise ctx.error(f"pads must be {2 * dims} non-negative numbers, got {pads}")
+    return {"strides": strides, "dilations": dilations, "pads": pads}
+
+
+def _apply(ctx: NodeContext, x: Value, linear_map: Any, shift: FloatArray | None) -> Value:
+    """``linear_map`` (on ``(n, C, *spatial)`` images) applied to ``x``, plus ``shift``."""
+    shape = shape_of(x)
+    if len(shape) < 3 or shape[0] != 1:
+        raise ctx.error(f"input must have shape (1, C, ...) with a batch of one, got {shape}")
+    if not isinstance(x, Symbolic):
+        out = linear_map(floats(x))
+        return out if shift is None else out + shift
+    rows = linear_map(x.full_linear().reshape((x.width, *shape[1:])))
+    offset = linear_map(x.offset)
+    offset = offset if shift is None else offset + shift
+    return x.with_map(rows.reshape((x.width, *offset.shape)), offset, x.batched)
+
+
+def handle_conv(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = conv(X, W) + B``: ``X`` of shape (1, C, *spatial), ``W`` constant."""
+    x = require(ctx, inputs, 0, "X")
+    kernel = floats(constant(ctx, require(ctx, inputs, 1, "W"), "the kernel W"))
+    bias = inputs[2] if len(inputs) > 2 else None
+    shape = shape_of(x)
+    groups = int(ctx.attr("group", 1))
+    if kernel.ndim != len(shape) or kernel.ndim < 3:
+        raise ctx.error(f"kernel of shape {kernel.shape} does not fit input of shape {shape}")
+    if groups < 1 or shape[1] % groups or kernel.shape[0] % groups:
+        raise ctx.error(f"group={groups} does not divide {shape[1]} channels and "
+                        f"{kernel.shape[0]} filters")  # fmt: skip
+    if kernel.shape[1] * groups != shape[1]:
+        raise ctx.error(f"kernel expects {kernel.shape[1] * groups} channels, input has {shape[1]}")
+    declared = ctx.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel.shape[2:]:
+        raise ctx.error(f"kernel_shape {tuple(declared)} differs from W's {kernel.shape[2:]}")
+    geometry = _geometry(ctx, shape[2:], kernel.shape[2:])
+    shift = None
+    if bias is not None:
+        b = floats(constant(ctx, bias, "the bias B")).reshape(-1)
+        if b.size != kernel.shape[0]:
+            raise ctx.error(f"bias has {b.size} entries for {kernel.shape[0]} filters")
+        shift = b.reshape((1, -1, *([1] * (kernel.ndim - 2))))
+    return [_apply(ctx, x, lambda v: convolve(v, kernel, geometry, groups), shift)]
+
+
+def handle_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``AveragePool``: the mean over each window, a depthwise convolution by ``1/|window|``
+    (``count_include_pad=0``, the default: the pads are left out of the count)."""
+    x = require(ctx, inputs, 0, "X")
+    shape = shape_of(x)
+    kernel = tuple(int(k) for k in ctx.attr("kernel_shape", []))
+    if len(kernel) != len(shape) - 2 or not kernel:
+        raise ctx.error(f"kernel_shape {kernel} does not fit input of shape {shape}")
+    if int(ctx.attr("ceil_mode", 0)):
+        raise ctx.error("ceil_mode=1 is not supported (export with ceil_mode=False)")
+    geometry = _geometry(ctx, shape[2:], kernel)
+    channels = shape[1]
+    ones = np.ones((channels, 1, *kernel))
+    if int(ctx.attr("count_include_pad", 0)):
+        counts: Any = float(prod(kernel))
+    else:  # how many cells of each window are inside the image
+        counts = convolve(np.ones((1, channels, *shape[2:])), ones, geometry, channels)
+
+    def mean(images: FloatArray) -> FloatArray:
+        return convolve(images, ones, geometry, channels) / counts
+
+    return [_apply(ctx, x, mean, None)]
+
+
+def handle_global_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``GlobalAveragePool``: the mean over all spatial axes, shape (1, C, 1, ..., 1)."""
+    x = require(ctx, inputs, 0, "X")
+    axes = tuple(range(2, len(shape_of(x))))
+    return [_apply(ctx, x, lambda v: v.mean(axis=axes, keepdims=True), None)]
+
+
+def handle_reduce_mean(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``ReduceMean`` over ``axes`` (an attribute before opset 18, an input from 18; all axes
+    when none are given, unless ``noop_with_empty_axes``), as the dynamo exporter writes global
+    average pooling; a mean is linear."""
+    x = require(ctx, inputs, 0, "data")
+    rank = len(shape_of(x))
+    given = inputs[1] if len(inputs) > 1 else None
+    if given is not None:
+        axes = [int(a) for a in np.asarray(constant(ctx, given, "axes")).reshape(-1)]
+    else:
+        axes = [int(a) for a in ctx.attr("axes", [])]
+    if not axes:
+        if int(ctx.attr("noop_with_empty_axes", 0)):
+            return [x]
+        axes = list(range(rank))
+    if any(not -rank <= a < rank for a in axes):
+        raise ctx.error(f"axes {axes} out of range for rank {rank}")
+    axes = sorted({a % rank for a in axes})
+    keep = bool(int(ctx.attr("keepdims", 1)))
+    if not isinstance(x, Symbolic):
+        return [np.mean(floats(x), axis=tuple(axes), keepdims=keep)]
+    if 0 in axes and not keep:
+        raise ctx.error("averaging away the batch axis is not supported")
+    offset = np.mean(x.offset, axis=tuple(axes), keepdims=keep)
+    linear = np.mean(x.full_linear(), axis=tuple(a + 1 for a in axes), keepdims=keep)
+    return [x.with_map(linear, offset, x.batched and 0 not in axes)]

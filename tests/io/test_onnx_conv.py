@@ -1,0 +1,185 @@
+"""Convolutions, average pooling and Transpose (issue 29, first part): the numpy convolution
+against torch's, and models exported by torch with both exporters against onnxruntime; a small
+CNN's exact constant against the brute-force oracle on its dense equivalent."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lipopt import LinfBall, lipschitz
+from lipopt.io import OnnxImportError, load_onnx
+from lipopt.io.onnx.ops_conv import convolve
+from tests.oracle import brute_force_lipschitz, from_lipopt
+
+torch = pytest.importorskip("torch")
+ort = pytest.importorskip("onnxruntime")
+nn = torch.nn
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize(
+    "dims, stride, padding, dilation, groups",
+    [(1, 1, 0, 1, 1), (1, 2, 1, 2, 2), (2, 1, 1, 1, 1), (2, 2, (1, 0), (1, 2), 3), (2, 3, 2, 1, 1)],
+)
+def test_the_numpy_convolution_is_torchs(dims, stride, padding, dilation, groups):
+    rng = np.random.default_rng(dims * 10 + groups)
+    spatial = (9,) * dims
+    images = rng.normal(size=(2, 6, *spatial))
+    kernel = rng.normal(size=(6, 6 // groups, *(3,) * dims))
+    pad = (padding,) * dims if isinstance(padding, int) else padding
+    geometry = {
+        "strides": [stride] * dims,
+        "dilations": [dilation] * dims if isinstance(dilation, int) else list(dilation),
+        "pads": [*pad, *pad],
+    }
+    ours = convolve(images, kernel, geometry, groups)
+    conv = F.conv1d if dims == 1 else F.conv2d
+    theirs = conv(torch.from_numpy(images), torch.from_numpy(kernel), stride=stride,
+                  padding=padding, dilation=dilation, groups=groups).numpy()  # fmt: skip
+    assert ours.shape == theirs.shape
+    assert np.allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+class _Cnn(nn.Module):
+    """Conv, BatchNorm, ReLU, Conv (strided, grouped, dilated), AvgPool, Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.norm = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2)
+        self.pool = nn.AvgPool2d(2, padding=1, count_include_pad=False)
+        self.head = nn.Linear(6 * 3 * 3, 3)
+
+    def forward(self, x: Any) -> Any:
+        x = torch.relu(self.norm(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.head(torch.flatten(x, 1))
+
+
+class _Global(nn.Module):
+    """Conv1d, ReLU, a 1x1 Conv1d, ReLU, a Transpose, global average pooling, Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(2, 5, 3, stride=2)
+        self.pool = nn.AdaptiveAvgPool1d(1)
+        self.mix = nn.Conv1d(5, 4, 1)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: Any) -> Any:
+        y = torch.relu(self.mix(torch.relu(self.conv(x))))  # (1, 4, 4)
+        pooled = self.pool(y.permute(0, 2, 1))  # channels last, pooled over the channels
+        return self.head(pooled.reshape(1, -1))
+
+
+def _model(kind: str) -> tuple[Any, Any]:
+    torch.manual_seed(3)
+    if kind == "cnn":
+        module = _Cnn().eval()
+        with torch.no_grad():
+            module.norm.running_mean.uniform_(-0.5, 0.5)
+            module.norm.running_var.uniform_(0.5, 2.0)
+        return module, torch.randn(1, 1, 8, 8)
+    return _Global().eval(), torch.randn(1, 2, 9)
+
+
+def _export(module: Any, example: Any, opset: int, dynamo: bool, path: Any) -> Any:
+    if dynamo:
+        pytest.importorskip("onnxscript")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with io.StringIO() as quiet, _redirect(quiet):
+            torch.onnx.export(module, (example,), str(path), opset_version=opset, dynamo=dynamo)
+    return path
+
+
+def _redirect(stream: Any) -> Any:
+    import contextlib  # noqa: PLC0415
+
+    return contextlib.redirect_stdout(stream)
+
+
+@pytest.mark.parametrize("kind", ["cnn", "global"])
+@pytest.mark.parametrize(
+    "opset, dynamo", [(13, False), (17, False), (20, False), (18, True), (20, True)]
+)
+def test_torch_exports_import_and_match_onnxruntime(kind, opset, dynamo, tmp_path):
+    module, example = _model(kind)
+    path = _export(module, example, opset, dynamo, tmp_path / "m.onnx")
+    net = load_onnx(path)
+    session = ort.InferenceSession(str(path))
+    name = session.get_inputs()[0].name
+    rng = np.random.default_rng(opset)
+    for _ in range(5):
+        x = rng.normal(size=tuple(example.shape)).astype(np.float32)
+        expected = session.run(None, {name: x})[0].reshape(-1)
+        ours = net.forward(x.reshape(-1).astype(np.float64))
+        assert np.allclose(ours, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+        with torch.no_grad():
+            exact = module.double()(torch.from_numpy(x.astype(np.float64))).numpy().reshape(-1)
+        module.float()
+        assert np.allclose(ours, exact, rtol=1e-6, atol=1e-6)  # float32 weights, exact maps
+
+
+def test_a_small_cnns_constant_is_the_oracles_on_its_dense_equivalent(tmp_path):
+    """A 1x4x4 input, a strided convolution, ReLU, average pooling, a linear head: the exact
+    ℓ∞ constant over a ball is the oracle's on the imported dense layers, which agree with
+    torch's forward pass."""
+    torch.manual_seed(5)
+    module = nn.Sequential(
+        nn.Conv2d(1, 3, 2, stride=1), nn.ReLU(), nn.AvgPool2d(2, stride=1), nn.Flatten(),
+        nn.Linear(3 * 2 * 2, 2),
+    ).eval()  # fmt: skip
+    example = torch.randn(1, 1, 4, 4)
+    net = load_onnx(_export(module, example, 17, False, tmp_path / "small.onnx"))
+    ball = LinfBall(np.full(16, 0.1), 0.3)
+    c = np.array([1.0, -1.0])
+    truth = brute_force_lipschitz(*from_lipopt(net, ball), c, "linf").value
+    result = lipschitz(net, ball, c=c)
+    assert result.status == "optimal" and result.value == pytest.approx(truth, rel=1e-6)
+
+
+def test_max_pooling_is_still_refused_in_one_line(tmp_path):
+    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                           nn.Linear(2 * 3 * 3, 1)).eval()  # fmt: skip
+    path = _export(module, torch.randn(1, 1, 8, 8), 17, False, tmp_path / "max.onnx")
+    with pytest.raises(OnnxImportError, match=r"'MaxPool' at node"):
+        load_onnx(path)
+
+
+def test_from_torch_is_the_module_and_leaves_its_mode(tmp_path):
+    """``lipopt.from_torch``: no file; the network equals the module (double precision) and the
+    exported ONNX file's import; a training module is exported in eval mode and stays
+    training; an unsupported op is the importer's one-line error."""
+    import lipopt  # noqa: PLC0415
+
+    module, example = _model("cnn")
+    module.train()
+    net = lipopt.from_torch(module, example)
+    assert module.training
+    module.eval()
+    x = np.random.default_rng(0).normal(size=tuple(example.shape))
+    with torch.no_grad():
+        exact = module.double()(torch.from_numpy(x)).numpy().reshape(-1)
+    module.float()
+    assert np.allclose(net.forward(x.reshape(-1)), exact, rtol=1e-6, atol=1e-6)
+    with pytest.raises(OnnxImportError, match=r"unsupported ONNX op 'Sigmoid'"):
+        lipopt.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Sigmoid()), torch.zeros(1, 2))
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        lipopt.from_torch(lambda t: t, torch.zeros(1, 2))
+
+
+def test_from_torch_without_torch_says_how_to_install(monkeypatch):
+    import sys  # noqa: PLC0415
+
+    from lipopt.io.torch import from_torch  # noqa: PLC0415
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    with pytest.raises(ImportError, match=r"pip install torch==2.13.0 \(the CPU build"):
+        from_torch(object(), object())
