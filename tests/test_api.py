@@ -26,6 +26,7 @@ PUBLIC = {
     "lipschitz",
     "load_onnx",
     "certify",
+    "from_torch",
     "CertifyResult",
     "OutputNorm",
 }
