@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from lipopt.domain import Domain, L1Ball, L2Ball
-from lipopt.network import Network
+from lipopt.network import Affine, Network
 from lipopt.norms import OutputNorm
 
 FloatArray = NDArray[np.float64]
@@ -148,9 +148,18 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
         lo, hi = _affine_interval(
             affine.weight, affine.bias, np.maximum(lo, 0.0), np.maximum(hi, 0.0)
         )
+        # a row with no negative weight or bias sums non-negative ReLU outputs: z >= 0 exactly
+        # (in floating point too), not a hair below as the outward rounding would say; so the
+        # pass-through neurons of a compiled max-pooling are stable, without a binary
+        lo = np.where(_nonnegative_rows(affine), np.maximum(lo, 0.0), lo)
         lowers.append(lo)
         uppers.append(hi)
     return lowers, uppers
+
+
+def _nonnegative_rows(affine: Affine) -> NDArray[np.bool_]:
+    """Rows of ``W h + b`` whose weights and bias are all at least 0."""
+    return np.all(affine.weight >= 0.0, axis=1) & (affine.bias >= 0.0)
 
 
 def seed_bounds(network: Network, seed: Seed) -> tuple[FloatArray, FloatArray]:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lipopt import LinfBall, lipschitz
+from lipopt.bounds import propagate
 from lipopt.io import OnnxImportError, load_onnx
 from lipopt.io.onnx.ops_conv import convolve
 from tests.oracle import brute_force_lipschitz, from_lipopt
@@ -145,11 +146,12 @@ def test_a_small_cnns_constant_is_the_oracles_on_its_dense_equivalent(tmp_path):
     assert result.status == "optimal" and result.value == pytest.approx(truth, rel=1e-6)
 
 
-def test_max_pooling_is_still_refused_in_one_line(tmp_path):
-    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+def test_max_pooling_of_a_signed_tensor_is_refused_in_one_line(tmp_path):
+    """Max-pooling compiles exactly on a Relu's output only (module ops_piecewise)."""
+    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.MaxPool2d(2), nn.ReLU(), nn.Flatten(),
                            nn.Linear(2 * 3 * 3, 1)).eval()  # fmt: skip
     path = _export(module, torch.randn(1, 1, 8, 8), 17, False, tmp_path / "max.onnx")
-    with pytest.raises(OnnxImportError, match=r"'MaxPool' at node"):
+    with pytest.raises(OnnxImportError, match=r"'MaxPool' at node .*output of a Relu"):
         load_onnx(path)
 
 
@@ -183,3 +185,71 @@ def test_from_torch_without_torch_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
     with pytest.raises(ImportError, match=r"pip install torch==2.13.0 \(the CPU build"):
         from_torch(object(), object())
+
+
+class _Piecewise(nn.Module):
+    """Conv, ReLU, MaxPool (3x3 windows, stride 2, padded: an odd member carried), Conv,
+    LeakyReLU, a 1x1 Conv, ReLU, MaxPool 2x2, PReLU (per channel), Hardtanh (Clip), Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 3, 3, padding=1)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(3, 4, 2)
+        self.leaky = nn.LeakyReLU(0.2)
+        self.mix = nn.Conv2d(4, 4, 1)
+        self.pool2 = nn.MaxPool2d(2)
+        self.prelu = nn.PReLU(4, init=0.3)
+        self.clip = nn.Hardtanh(-0.5, 0.8)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: Any) -> Any:
+        x = self.pool1(torch.relu(self.conv1(x)))  # (1, 3, 4, 4)
+        x = self.pool2(torch.relu(self.mix(self.leaky(self.conv2(x)))))  # (1, 4, 1, 1)
+        return self.head(torch.flatten(self.clip(self.prelu(x)), 1))
+
+
+@pytest.mark.parametrize("opset, dynamo", [(13, False), (20, False), (18, True)])
+def test_piecewise_ops_import_and_match_onnxruntime(opset, dynamo, tmp_path):
+    torch.manual_seed(7)
+    module = _Piecewise().eval()
+    example = torch.randn(1, 1, 7, 7)
+    path = _export(module, example, opset, dynamo, tmp_path / "p.onnx")
+    net = load_onnx(path)
+    session = ort.InferenceSession(str(path))
+    name = session.get_inputs()[0].name
+    rng = np.random.default_rng(opset)
+    for _ in range(20):
+        x = rng.normal(size=(1, 1, 7, 7)).astype(np.float32)
+        expected = session.run(None, {name: x})[0].reshape(-1)
+        ours = net.forward(x.reshape(-1).astype(np.float64))
+        assert np.allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["maxpool", "leaky", "clip"])
+def test_piecewise_networks_have_the_oracles_constant(kind, tmp_path):
+    """Small networks with each compiled op: the exact ℓ∞ and ℓ1 constants over a ball are the
+    oracle's on the compiled ReLU network, whose forward pass is torch's; the max-pooling's
+    pass-through neurons are stable (one binary per difference only)."""
+    torch.manual_seed(11)
+    activation = {"maxpool": nn.ReLU(), "leaky": nn.LeakyReLU(0.1), "clip": nn.Hardtanh(-0.3, 0.4)}
+    layers = [nn.Conv2d(1, 2, 2), activation[kind]]
+    layers += [nn.MaxPool2d(2)] if kind == "maxpool" else []
+    width = 2 * (1 if kind == "maxpool" else 4)
+    module = nn.Sequential(*layers, nn.Flatten(), nn.Linear(width, 2)).eval()
+    example = torch.randn(1, 1, 3, 3)
+    net = load_onnx(_export(module, example, 17, False, tmp_path / f"{kind}.onnx"))
+    x = np.random.default_rng(1).normal(size=9)
+    with torch.no_grad():
+        exact = module.double()(torch.from_numpy(x.reshape(1, 1, 3, 3))).numpy().reshape(-1)
+    assert np.allclose(net.forward(x), exact, rtol=1e-6, atol=1e-6)
+    ball = LinfBall(np.zeros(9), 0.5)
+    c = np.array([1.0, -1.0])
+    for norm in ("linf", "l1"):
+        truth = brute_force_lipschitz(*from_lipopt(net, ball), c, norm).value
+        for levers in ({}, {"split": False, "regions": False, "formulation": "backward"}):
+            result = lipschitz(net, ball, norm, c=c, **levers)
+            assert result.status == "optimal" and result.value == pytest.approx(truth, rel=1e-6)
+    if kind == "maxpool":  # 8 conv neurons, then 4 differences and 4 stable pass-throughs
+        bounds = propagate(net, ball, c)
+        assert bounds.unstable_count <= 8 + 4

@@ -24,6 +24,12 @@ from lipopt.io.onnx.ops_normalise import (
     handle_mul,
     handle_sub,
 )
+from lipopt.io.onnx.ops_piecewise import (
+    handle_clip,
+    handle_leaky_relu,
+    handle_max_pool,
+    handle_prelu,
+)
 from lipopt.io.onnx.ops_shape import (
     handle_flatten,
     handle_identity,
@@ -39,6 +45,7 @@ OP_HANDLERS: dict[str, Handler] = {
     "Add": handle_add,
     "AveragePool": handle_average_pool,
     "BatchNormalization": handle_batchnorm,
+    "Clip": handle_clip,
     "Concat": handle_concat,
     "Constant": handle_constant,
     "Conv": handle_conv,
@@ -48,8 +55,11 @@ OP_HANDLERS: dict[str, Handler] = {
     "Gemm": handle_gemm,
     "GlobalAveragePool": handle_global_average_pool,
     "Identity": handle_identity,
+    "LeakyRelu": handle_leaky_relu,
     "MatMul": handle_matmul,
+    "MaxPool": handle_max_pool,
     "Mul": handle_mul,
+    "PRelu": handle_prelu,
     "ReduceMean": handle_reduce_mean,
     "Relu": handle_relu,
     "Reshape": handle_reshape,

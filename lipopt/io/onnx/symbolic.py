@@ -76,6 +76,26 @@ class Symbolic:
         return Symbolic(prefix, width, None, np.zeros(self.shape), self.batched)
 
 
+def through_relus(
+    x: Symbolic,
+    pre: tuple[FloatArray, FloatArray],
+    post: tuple[FloatArray, FloatArray],
+    shape: tuple[int, ...],
+) -> Symbolic:
+    """``value = P relu(A vec(x) + a) + p``, reshaped to ``shape``, for ``pre = (A, a)`` (A of
+    shape (k, n), n the entries of x) and ``post = (P, p)`` (P of shape (prod(shape), k)): one
+    ReLU layer of k neurons. Every piecewise-linear op here is one or more of these."""
+    weights, shift = pre
+    flat = x.full_linear().reshape(x.width, -1)
+    neurons = x.with_map(flat @ weights.T, weights @ x.offset.reshape(-1) + shift, batched=False)
+    hidden = neurons.relu()
+    mix, offset = post
+    count = int(mix.shape[1])
+    return hidden.with_map(
+        mix.T.reshape((count, *shape)), np.asarray(offset, float).reshape(shape), x.batched
+    )
+
+
 Value = Union[Array, Symbolic]
 
 
