@@ -73,6 +73,17 @@ def _geometry(ctx: NodeContext, spatial: tuple[int, ...], kernel: tuple[int, ...
     return {"strides": strides, "dilations": dilations, "pads": pads}
 
 
+def pool_geometry(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[tuple[int, ...], dict]:
+    """A pooling node's ``kernel_shape`` (checked against the input's shape) and geometry
+    (:func:`_geometry`); ``ceil_mode=1`` is refused."""
+    kernel = tuple(int(k) for k in ctx.attr("kernel_shape", []))
+    if len(kernel) != len(shape) - 2 or not kernel:
+        raise ctx.error(f"kernel_shape {kernel} does not fit input of shape {shape}")
+    if int(ctx.attr("ceil_mode", 0)):
+        raise ctx.error("ceil_mode=1 is not supported (export with ceil_mode=False)")
+    return kernel, _geometry(ctx, shape[2:], kernel)
+
+
 def _apply(ctx: NodeContext, x: Value, linear_map: Any, shift: FloatArray | None) -> Value:
     """``linear_map`` (on ``(n, C, *spatial)`` images) applied to ``x``, plus ``shift``."""
     shape = shape_of(x)
@@ -118,13 +129,8 @@ def handle_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Va
     """``AveragePool``: the mean over each window, a depthwise convolution by ``1/|window|``
     (``count_include_pad=0``, the default: the pads are left out of the count)."""
     x = require(ctx, inputs, 0, "X")
-    shape = shape_of(x)
-    kernel = tuple(int(k) for k in ctx.attr("kernel_shape", []))
-    if len(kernel) != len(shape) - 2 or not kernel:
-        raise ctx.error(f"kernel_shape {kernel} does not fit input of shape {shape}")
-    if int(ctx.attr("ceil_mode", 0)):
-        raise ctx.error("ceil_mode=1 is not supported (export with ceil_mode=False)")
-    geometry = _geometry(ctx, shape[2:], kernel)
+    shape = tuple(shape_of(x))
+    kernel, geometry = pool_geometry(ctx, shape)
     channels = shape[1]
     ones = np.ones((channels, 1, *kernel))
     if int(ctx.attr("count_include_pad", 0)):

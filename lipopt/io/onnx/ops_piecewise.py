@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lipopt.io.onnx.context import NodeContext, constant, require
-from lipopt.io.onnx.ops_conv import _geometry
+from lipopt.io.onnx.ops_conv import pool_geometry
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic, Value, floats, shape_of, through_relus
 from lipopt.network import ReLU
 
@@ -91,12 +91,7 @@ def handle_clip(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
 def _windows(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[list[list[int]], tuple]:
     """Per output cell of MaxPool (C order), the flat indices of the input entries in its
     window (padding left out), and the output shape."""
-    kernel = tuple(int(k) for k in ctx.attr("kernel_shape", []))
-    if len(kernel) != len(shape) - 2 or not kernel:
-        raise ctx.error(f"kernel_shape {kernel} does not fit input of shape {shape}")
-    if int(ctx.attr("ceil_mode", 0)):
-        raise ctx.error("ceil_mode=1 is not supported (export with ceil_mode=False)")
-    geometry = _geometry(ctx, shape[2:], kernel)
+    kernel, geometry = pool_geometry(ctx, shape)
     dims = len(kernel)
     index = np.arange(prod(shape)).reshape(shape)
     pads = geometry["pads"]
