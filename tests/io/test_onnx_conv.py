@@ -253,3 +253,27 @@ def test_piecewise_networks_have_the_oracles_constant(kind, tmp_path):
     if kind == "maxpool":  # 8 conv neurons, then 4 differences and 4 stable pass-throughs
         bounds = propagate(net, ball, c)
         assert bounds.unstable_count <= 8 + 4
+
+
+def test_the_bundled_digits_cnn_imports_and_agrees_with_onnxruntime():
+    """models/digits-cnn.onnx (models/make_digits_cnn.py): its 10 bundled test images give
+    onnxruntime's logits (float32) and class; its ℓ∞ constant over a small ball is bracketed
+    with the attained value below the proven bound."""
+    from pathlib import Path  # noqa: PLC0415
+
+    root = Path(__file__).resolve().parents[2] / "models"
+    net = load_onnx(root / "digits-cnn.onnx")
+    data = np.load(root / "digits-test.npz")
+    session = ort.InferenceSession(str(root / "digits-cnn.onnx"))
+    for image in data["images"]:
+        expected = session.run(None, {"image": image[None].astype(np.float32)})[0].reshape(-1)
+        ours = net.forward(image.reshape(-1))
+        assert np.allclose(ours, expected, rtol=1e-5, atol=1e-4)
+        assert np.argmax(ours) == np.argmax(expected)
+    assert np.mean([np.argmax(net.forward(i.reshape(-1))) for i in data["images"]]
+                   == data["labels"]) >= 0.8  # fmt: skip
+    x = data["images"][1].reshape(-1)
+    top = np.argsort(net.forward(x))[::-1]
+    c = np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    result = lipschitz(net, LinfBall(x, 0.002), c=c, time_limit=5)
+    assert result.lower is not None and result.lower <= result.upper
