@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import ClassVar, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -138,6 +138,9 @@ class LinfBall(_Ball):
 class L1Ball(_Ball):
     """The ℓ1 ball ``{x : sum_j |x_j - center_j| <= radius}``."""
 
+    #: ``a·x`` ranges over ``a·center ± radius ||a||_q`` with q this dual order
+    dual_order: ClassVar[float] = np.inf
+
     def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
         arr = np.asarray(x, dtype=np.float64)
         return bool(np.sum(np.abs(arr - self.center)) <= self.radius + tol)
@@ -160,6 +163,8 @@ class L1Ball(_Ball):
 class L2Ball(_Ball):
     """The Euclidean ball ``{x : ||x - center||_2 <= radius}``; not a polytope, so a MIP takes
     it as a convex quadratic row or through tangent cuts (docs/encoding.md)."""
+
+    dual_order: ClassVar[float] = 2.0  # see L1Ball.dual_order
 
     def contains(self, x: ArrayLike, tol: float = 1e-9) -> bool:
         arr = np.asarray(x, dtype=np.float64)

@@ -17,7 +17,7 @@ it lower-dimensional and a checked point full-dimensional (:func:`_ball_margin`)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -208,11 +208,7 @@ def check_region(
     if isinstance(unit, L2Ball):
         check = _ball_margin(found, d, deadline)
     else:
-        problem = _MarginProblem(list(found.rows), list(found.rhs), found.neurons, n_vars, d)
-        problem.bounds = _domain_rows(
-            unit, -np.ones(d), np.ones(d), n_vars, problem.rows, problem.rhs
-        )
-        check = _polytope_margin(problem, deadline)
+        check = _polytope_margin(found, unit, (d, n_vars), deadline)
     if check.point is None:
         return check
     lower, upper = domain.bounding_box()
@@ -220,52 +216,36 @@ def check_region(
     return replace(check, point=point)
 
 
-@dataclass
-class _MarginProblem:
-    """The margin LP in the unit frame: rows over ``(u, t[, dev])``, the neuron of each of the
-    first rows, the variables' bounds."""
-
-    rows: list[FloatArray]
-    rhs: list[float]
-    neurons: list[Neuron]
-    n_vars: int
-    dim: int
-    bounds: list[tuple[float | None, float | None]] = field(default_factory=list)
-
-    def solve(self, deadline: float | None) -> Any:
-        """``max t`` by HiGHS; None where the time is out."""
-        from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import
-
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0:
-            return None
-        objective = np.zeros(self.n_vars)
-        objective[self.dim] = -1.0  # max t
-        return linprog(
-            objective, A_ub=np.array(self.rows), b_ub=np.array(self.rhs), bounds=self.bounds,
-            method="highs", options={} if left is None else {"time_limit": float(left)},
-        )  # fmt: skip
-
-
-def _verdict(
-    problem: _MarginProblem, result: Any, margin: float, point: FloatArray | None
+def _polytope_margin(
+    found: _PatternRows, unit: Domain, sizes: tuple[int, int], deadline: float | None
 ) -> RegionCheck:
-    """The verdict on a proven upper bound ``margin`` of the margin, attained at ``point``."""
-    if margin > FULL_DIM_MARGIN and point is not None:
+    """The margin LP of a box or an ℓ1 ball (in the unit frame ``unit``; ``sizes``: the
+    inputs and the LP's variables), by HiGHS within the time to ``deadline``; its point in
+    the unit frame."""
+    from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
+
+    d, n_vars = sizes
+    rows, rhs = list(found.rows), list(found.rhs)
+    bounds = _domain_rows(unit, -np.ones(d), np.ones(d), n_vars, rows, rhs)
+    objective = np.zeros(n_vars)
+    objective[d] = -1.0  # max t
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
+    result = linprog(
+        objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs",
+        options={} if left is None else {"time_limit": float(left)},
+    )  # fmt: skip
+    if result.status == 2:  # infeasible: even t -> -inf cannot satisfy it; cannot happen (t free)
+        return RegionCheck(Dimension.LOWER, -np.inf, None)
+    if result.status != 0:
+        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
+    margin, point = float(-result.fun), np.asarray(result.x[:d], dtype=np.float64)
+    if margin > FULL_DIM_MARGIN:
         return RegionCheck(Dimension.FULL, margin, point)
     if margin <= NULL_MARGIN:
-        return RegionCheck(Dimension.LOWER, margin, point, _support(result, problem.neurons))
+        return RegionCheck(Dimension.LOWER, margin, point, _support(result, found.neurons))
     return RegionCheck(Dimension.UNDECIDED, margin, point)
-
-
-def _polytope_margin(problem: _MarginProblem, deadline: float | None) -> RegionCheck:
-    """The margin LP of a box or an ℓ1 ball, solved once (in the unit frame)."""
-    result = problem.solve(deadline)
-    if result is not None and result.status == 2:  # infeasible even as t -> -inf: cannot happen
-        return RegionCheck(Dimension.LOWER, -np.inf, None)
-    if result is None or result.status != 0:
-        return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
-    return _verdict(problem, result, float(-result.fun), np.asarray(result.x[: problem.dim]))
 
 
 #: shares of ``1 - ||u_0||`` kept as the neuron rows' slack in the search for a deep point

@@ -199,18 +199,12 @@ def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]
         if not np.all(hi > lo):
             raise ValueError("box must be full-dimensional (upper > lower)")
         return "box", lo, hi
-    if kind == "l1":
+    if kind in ("l1", "l2"):
         center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
         radius = float(domain[2])
         if not radius > 0:
-            raise ValueError("l1 ball radius must be positive")
-        return "l1", center, radius
-    if kind == "l2":
-        center = np.broadcast_to(np.asarray(domain[1], dtype=np.float64), (d,)).copy()
-        radius = float(domain[2])
-        if not radius > 0:
-            raise ValueError("l2 ball radius must be positive")
-        return "l2", center, radius
+            raise ValueError(f"{kind} ball radius must be positive")
+        return kind, center, radius
     raise ValueError(f"unknown domain kind {kind!r}")
 
 

@@ -184,10 +184,10 @@ def test_a_tangent_cut_holds_on_the_ball_and_cuts_the_point_off():
     assert not add_tangent_cut(lip.model, ball, ball.center + 2.0)  # no cuts in this model
     import pyomo.environ as pe  # noqa: PLC0415
 
-    from lipopt.formulation.forward import _add_l2_ball  # noqa: PLC0415 - the encoder alone
+    from lipopt.formulation.forward import add_input  # noqa: PLC0415 - the encoder alone
 
     model = pe.ConcreteModel()
-    _add_l2_ball(model, ball)
+    add_input(model, ball)  # the bounding box: the cuts come while solving
     outside = ball.center + np.array([0.6, 0.0, 0.0])
     assert not add_tangent_cut(model, ball, ball.center + np.array([0.3, 0.0, 0.0]))  # inside
     assert add_tangent_cut(model, ball, outside)

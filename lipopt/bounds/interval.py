@@ -117,8 +117,7 @@ def first_layer_bounds(
     of each row, ``||w_i||_∞`` for the ℓ1 ball, ``||w_i||_2`` for the ℓ2 ball)."""
     if isinstance(domain, (L1Ball, L2Ball)):
         mid = weight @ domain.center + bias
-        order = np.inf if isinstance(domain, L1Ball) else 2
-        spread = domain.radius * np.linalg.norm(weight, ord=order, axis=1)
+        spread = domain.radius * np.linalg.norm(weight, ord=domain.dual_order, axis=1)
         return widen(mid - spread, mid + spread)
     lower, upper = domain.bounding_box()
     return _affine_interval(weight, bias, lower, upper)

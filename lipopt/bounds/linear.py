@@ -103,17 +103,11 @@ def _box_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArr
     return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(centre) + spread
 
 
-def _l1_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
-    assert isinstance(domain, L1Ball)
+def _ball_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """An ℓ1 or ℓ2 ball: ``Λ c ± ρ`` times the dual norm of each row."""
+    assert isinstance(domain, (L1Ball, L2Ball))
     mid = coeffs @ domain.center
-    spread = domain.radius * np.max(np.abs(coeffs), axis=1)
-    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
-
-
-def _l2_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
-    assert isinstance(domain, L2Ball)
-    mid = coeffs @ domain.center
-    spread = domain.radius * np.linalg.norm(coeffs, axis=1)
+    spread = domain.radius * np.linalg.norm(coeffs, ord=domain.dual_order, axis=1)
     return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
 
 
@@ -122,8 +116,8 @@ RangeRule = Callable[[FloatArray, Domain], tuple[FloatArray, FloatArray, FloatAr
 DOMAIN_RANGES: dict[type, RangeRule] = {
     Box: _box_range,
     LinfBall: _box_range,
-    L1Ball: _l1_range,
-    L2Ball: _l2_range,
+    L1Ball: _ball_range,
+    L2Ball: _ball_range,
 }
 
 

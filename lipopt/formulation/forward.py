@@ -54,20 +54,11 @@ def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
     return x
 
 
-def _add_l2_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
-    """The ℓ2 ball's bounding box, and an empty list ``ball_cuts`` of tangent cuts
-    (:func:`add_tangent_cut`), or the ball itself (:func:`add_ball_row`): the model contains
-    the ball either way, so its maximum bounds the constant."""
-    x = _add_box(model, domain)
-    model.ball_cuts = pe.ConstraintList()
-    return x
-
-
 INPUT_ENCODERS: dict[type, Callable[[pe.ConcreteModel, Domain], list[Term]]] = {
     Box: _add_box,
     LinfBall: _add_box,
     L1Ball: _add_l1_ball,
-    L2Ball: _add_l2_ball,
+    L2Ball: _add_box,  # the ball itself: add_ball_row, or add_tangent_cut while solving
 }
 
 
@@ -81,7 +72,6 @@ def add_ball_row(model: pe.ConcreteModel, domain: L2Ball) -> None:
     of the tangent cuts; scaled by ρ, so the solver's absolute tolerance on the row is relative
     to the ball (unscaled, 1e-7 on ``ρ^2`` let a ball of radius 1e-4 grow threefold)."""
     centre, scale = domain.center, 1.0 / domain.radius
-    model.del_component("ball_cuts")
     model.x_in_ball = pe.Constraint(
         expr=pe.quicksum(
             (scale * (model.x[j] - float(centre[j]))) ** 2 for j in range(domain.dim)
@@ -94,19 +84,21 @@ BALL_TOLERANCE = 1e-7
 
 
 def add_tangent_cut(model: pe.ConcreteModel, domain: Domain, point: np.ndarray) -> bool:
-    """Where the model takes the ℓ2 ball by tangent cuts and ``point`` lies outside it, add
-    ``n·(x - c) <= ρ`` with ``n = (point - c)/||point - c||_2``: the tangent plane at the ball's
-    point nearest ``point``, valid on the ball (``n·(x - c) <= ||x - c||_2``), which cuts
-    ``point`` off. False where nothing was added."""
-    cuts = model.component("ball_cuts")
-    if cuts is None or not isinstance(domain, L2Ball):
+    """Where the model takes the ℓ2 ball by its bounding box (no :func:`add_ball_row`) and
+    ``point`` lies outside the ball, add to the list ``ball_cuts`` ``n·(x - c) <= ρ`` with
+    ``n = (point - c)/||point - c||_2``: the tangent plane at the ball's point nearest
+    ``point``, valid on the ball (``n·(x - c) <= ||x - c||_2``), which cuts ``point`` off.
+    False where nothing was added."""
+    if not isinstance(domain, L2Ball) or model.component("x_in_ball") is not None:
         return False
     offset = np.asarray(point, dtype=np.float64) - domain.center
     length = float(np.linalg.norm(offset))
     if length <= domain.radius * (1.0 + BALL_TOLERANCE):
         return False
+    if model.component("ball_cuts") is None:
+        model.ball_cuts = pe.ConstraintList()
     normal = offset / length
-    cuts.add(
+    model.ball_cuts.add(
         pe.quicksum(float(normal[j]) * (model.x[j] - float(domain.center[j]))
                     for j in range(domain.dim) if normal[j] != 0.0) <= domain.radius
     )  # fmt: skip
