@@ -39,7 +39,7 @@ from lipopt.io.onnx.ops_shape import (
     handle_unsqueeze,
 )
 
-__all__ = ["HINTS", "OP_HANDLERS", "SHAPE_ONLY_OPS"]
+__all__ = ["HINTS", "OP_HANDLERS"]
 
 OP_HANDLERS: dict[str, Handler] = {
     "Add": handle_add,
@@ -70,9 +70,6 @@ OP_HANDLERS: dict[str, Handler] = {
     "Unsqueeze": handle_unsqueeze,
 }
 """One handler per supported ONNX op (default domain)."""
-
-SHAPE_ONLY_OPS = frozenset({"Shape"})
-"""Ops that read only the shape of their input, not its values (no data dependence)."""
 
 HINTS = {
     "Softmax": "the network must end in logits: export the model without the final Softmax",

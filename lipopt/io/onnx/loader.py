@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lipopt.io.onnx.context import NodeContext, OnnxImportError
-from lipopt.io.onnx.handlers import HINTS, OP_HANDLERS, SHAPE_ONLY_OPS
+from lipopt.io.onnx.handlers import HINTS, OP_HANDLERS
 from lipopt.io.onnx.symbolic import Symbolic, Value
 from lipopt.network import Network, NetworkError
 
@@ -199,42 +199,15 @@ def _unsupported(ctx: NodeContext) -> OnnxImportError:
     return OnnxImportError(f"{message}; {hint}" if hint else message)
 
 
-def _consumers(contexts: list[NodeContext], output_name: str) -> dict[str, list[str]]:
-    """For each tensor, the labels of the nodes that read its values (and the graph output)."""
-    consumers: dict[str, list[str]] = {output_name: ["the graph output"]}
-    for ctx in contexts:
-        if ctx.node.op_type in SHAPE_ONLY_OPS:
-            continue
-        for name in dict.fromkeys(i for i in ctx.node.input if i):
-            consumers.setdefault(name, []).append(ctx.label)
-    return consumers
+def _node_inputs(ctx: NodeContext, values: dict[str, Value]) -> list[Value | None]:
+    """The node's input values (``None`` for omitted ones). An input-dependent tensor may feed
+    several nodes (branches); where branches meet, ``branches`` merges their layers."""
+    return [values[name] if name else None for name in ctx.node.input]
 
 
-def _node_inputs(
-    ctx: NodeContext, values: dict[str, Value], consumers: dict[str, list[str]]
-) -> list[Value | None]:
-    """The node's input values (``None`` for omitted ones); an input-dependent tensor may have
-    only one consumer, so the graph is a chain."""
-    node_inputs: list[Value | None] = []
-    for name in ctx.node.input:
-        if not name:
-            node_inputs.append(None)
-            continue
-        value = values[name]
-        users = consumers.get(name, [])
-        if isinstance(value, Symbolic) and len(users) > 1:
-            raise ctx.error(
-                f"tensor {name!r} depends on the network input and is used {len(users)} "
-                f"times ({', '.join(users)}); only a chain of layers is supported "
-                "(no branches or skip connections)"
-            )
-        node_inputs.append(value)
-    return node_inputs
-
-
-def _run_node(ctx: NodeContext, values: dict[str, Value], consumers: dict[str, list[str]]) -> None:
+def _run_node(ctx: NodeContext, values: dict[str, Value]) -> None:
     """Convert one node with its handler and store its outputs in ``values``."""
-    outputs = OP_HANDLERS[ctx.node.op_type](ctx, _node_inputs(ctx, values, consumers))
+    outputs = OP_HANDLERS[ctx.node.op_type](ctx, _node_inputs(ctx, values))
     produced = list(ctx.node.output)
     if any(produced[len(outputs) :]):
         raise ctx.error(f"only {len(outputs)} output(s) supported, node has {produced}")
@@ -279,7 +252,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
         OnnxImportError: the file is missing or not a valid ONNX model, the opset is outside
             ``MIN_OPSET`` to :func:`max_opset`, the graph has other than one input and one
             output, uses an op outside :data:`OP_HANDLERS` (or one defined anew after
-            :data:`REVIEWED_OPSET`), or is not a chain of affine maps and ReLUs.
+            :data:`REVIEWED_OPSET`), or is not piecewise linear in its input.
     """
     from onnx import numpy_helper
 
@@ -300,7 +273,6 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
         if ctx.node.domain not in _DEFAULT_DOMAINS or ctx.node.op_type not in OP_HANDLERS:
             raise _unsupported(ctx)
         _check_reviewed(ctx.node.op_type, opset)
-    consumers = _consumers(contexts, output_name)
     for ctx in contexts:
-        _run_node(ctx, values, consumers)
+        _run_node(ctx, values)
     return _network(values.get(output_name), output_name)

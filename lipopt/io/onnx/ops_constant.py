@@ -1,12 +1,14 @@
-"""Constants and shape arithmetic: ``Constant``, ``Shape``, ``Gather``, ``Concat``. Their results
+"""Constants and shape arithmetic: ``Constant``, ``Shape``, ``Gather``, ``Concat`` (which also joins
+branches). Their results
 are numpy arrays (``Shape`` of an input-dependent tensor reads its shape, batch size 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from lipopt.io.onnx.branches import concatenate
 from lipopt.io.onnx.context import NodeContext, constant, require
-from lipopt.io.onnx.symbolic import Symbolic, Value, shape_of
+from lipopt.io.onnx.symbolic import Symbolic, Value, floats, shape_of
 
 
 def handle_constant(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
@@ -59,9 +61,24 @@ def handle_gather(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
 
 
 def handle_concat(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
-    """``Y = concatenate(inputs, axis)``, for constants only (shape arithmetic)."""
-    arrays = [constant(ctx, v, f"input {i}") for i, v in enumerate(inputs) if v is not None]
+    """``Y = concatenate(inputs, axis)``: shape arithmetic on constants, and the meeting of
+    branches when inputs depend on the network input (``branches``)."""
+    parts = [v for v in inputs if v is not None]
     axis = ctx.attr("axis")
     if axis is None:
         raise ctx.error("missing attribute 'axis'")
-    return [np.concatenate(arrays, axis=int(axis))]
+    if not any(isinstance(v, Symbolic) for v in parts):
+        return [np.concatenate([np.asarray(v) for v in parts], axis=int(axis))]
+    shapes = [tuple(shape_of(v)) for v in parts]
+    rank = len(shapes[0])
+    if not -rank <= int(axis) < rank:
+        raise ctx.error(f"axis {axis} out of range for rank {rank}")
+    axis = int(axis) % rank
+    for shape in shapes:
+        if len(shape) != rank or shape[:axis] + shape[axis + 1 :] != (
+            shapes[0][:axis] + shapes[0][axis + 1 :]
+        ):
+            raise ctx.error(f"inputs of shapes {shapes} do not concatenate along axis {axis}")
+    if axis == 0 and rank >= 2 and any(isinstance(v, Symbolic) and v.batched for v in parts):
+        raise ctx.error("concatenating along the batch axis is not supported")
+    return [concatenate([v if isinstance(v, Symbolic) else floats(v) for v in parts], axis)]

@@ -106,7 +106,7 @@ def handle_gemm(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
             raise ctx.error(f"Gemm needs a 2-D {what}, got shape {tuple(shape)}")
     if sum(isinstance(v, Symbolic) for v in (a, b, c)) > 1:
         raise ctx.error(
-            "more than one operand depends on the network input (not affine, or not a chain)"
+            "more than one operand depends on the network input (a product of two is not affine)"
         )
     if int(ctx.attr("transA", 0)):
         a = _transpose(a)

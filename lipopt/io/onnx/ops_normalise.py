@@ -1,31 +1,50 @@
 """Elementwise affine ops and normalisation: ``Add``, ``Sub``, ``Mul``, ``Div`` with one constant
 operand (biases, input normalisation ``(x - mean) / std``) and inference-mode
-``BatchNormalization``, all folded into the pending map: ``op(L h + c, k)`` stays affine in h."""
+``BatchNormalization``, all folded into the pending map: ``op(L h + c, k)`` stays affine in h.
+``Add`` and ``Sub`` of two input-dependent tensors (residual connections) merge the branches
+(``branches``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from lipopt.io.onnx.branches import broadcast_sum
 from lipopt.io.onnx.context import NodeContext, constant, elementwise, require, scale
 from lipopt.io.onnx.symbolic import Array, Symbolic, Value, floats, shape_of
 
 
 def _operands(ctx: NodeContext, inputs: list[Value | None]) -> tuple[Value, Value]:
     """``A`` and ``B`` of a binary op; at most one may depend on the network input."""
-    a = require(ctx, inputs, 0, "A")
-    b = require(ctx, inputs, 1, "B")
+    a, b = _both(ctx, inputs)
     if isinstance(a, Symbolic) and isinstance(b, Symbolic):
         raise ctx.error(
-            "both operands depend on the network input (branches, skip connections and "
-            "products of input-dependent tensors are not supported; the network must be a "
-            "chain)"
+            "both operands depend on the network input (a product or quotient of two "
+            "input-dependent tensors is not piecewise linear)"
         )
     return a, b
 
 
+def _both(ctx: NodeContext, inputs: list[Value | None]) -> tuple[Value, Value]:
+    return require(ctx, inputs, 0, "A"), require(ctx, inputs, 1, "B")
+
+
+def _branch_sum(ctx: NodeContext, a: Symbolic, b: Symbolic, sign: float) -> Symbolic:
+    """``A + sign B`` of two input-dependent tensors: a residual connection (``branches``)."""
+    total = broadcast_sum(a, b, sign)
+    if total is None:
+        raise ctx.error(
+            f"the input-dependent operands of shapes {a.shape} and {b.shape} do not broadcast "
+            "without replicating one of them"
+        )
+    return total
+
+
 def handle_add(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
-    """``C = A + B`` (broadcasting); affine when one operand is constant."""
-    a, b = _operands(ctx, inputs)
+    """``C = A + B`` (broadcasting); affine when one operand is constant, a residual
+    connection when both depend on the input."""
+    a, b = _both(ctx, inputs)
+    if isinstance(a, Symbolic) and isinstance(b, Symbolic):
+        return [_branch_sum(ctx, a, b, 1.0)]
     if isinstance(a, Symbolic):
         return [elementwise(ctx, a, np.asarray(b), np.add, scales=False)]
     if isinstance(b, Symbolic):
@@ -34,8 +53,11 @@ def handle_add(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
 
 
 def handle_sub(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
-    """``C = A - B`` (broadcasting); affine when one operand is constant: ``k - x = (-x) + k``."""
-    a, b = _operands(ctx, inputs)
+    """``C = A - B`` (broadcasting); affine when one operand is constant: ``k - x = (-x) + k``;
+    the difference of two branches when both depend on the input."""
+    a, b = _both(ctx, inputs)
+    if isinstance(a, Symbolic) and isinstance(b, Symbolic):
+        return [_branch_sum(ctx, a, b, -1.0)]
     if isinstance(a, Symbolic):
         return [elementwise(ctx, a, np.asarray(b), np.subtract, scales=False)]
     if isinstance(b, Symbolic):

@@ -1,0 +1,183 @@
+"""Branches that meet again (residual ``Add``, ``Concat``): two input-dependent tensors read
+different layer stacks, so they are rewritten to read one stack that runs both side by side.
+
+Say ``a`` reads ``h_A`` after the layers ``P + A`` and ``b`` reads ``h_B`` after ``P + B``,
+where ``P`` is the common part (ending in a ReLU, or empty) with output ``h_P``. The merged
+stack is ``P`` followed by layers that compute ``[h_A; h_B]``:
+
+- the first merged layer reads ``h_P`` for both branches (the two first affine maps stacked);
+- later layers are block diagonal, one block per branch;
+- the shorter branch is padded with *carry* neurons ``relu(h) = h``. What is carried is a ReLU
+  output (``h >= 0``), so a carry neuron is exact and stable (its lower bound is 0; it never
+  gets a binary). Only when the shorter branch is the raw network input (a skip connection from
+  the input, whose sign is unknown) is it carried as ``x = relu(x) - relu(-x)``, two neurons
+  that share one kink (exact; where x changes sign on the domain they cost binaries, and the
+  lower-dimensional patterns they allow at ``x = 0`` are cut by the pattern check).
+
+Only the entries of ``h`` that the shorter branch's value reads are carried.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lipopt.io.onnx.symbolic import FloatArray, Symbolic
+from lipopt.network import Affine, Layer, ReLU
+
+
+def _common_length(first: tuple[Layer, ...], second: tuple[Layer, ...]) -> int:
+    """How many leading layers the two stacks share (the same affine objects)."""
+    count = 0
+    for one, other in zip(first, second):
+        if isinstance(one, Affine) and one is not other:
+            break
+        if isinstance(one, ReLU) != isinstance(other, ReLU):
+            break
+        count += 1
+    return count - count % 2  # the common part ends after a ReLU
+
+
+def _affines(layers: tuple[Layer, ...]) -> list[Affine]:
+    return [layer for layer in layers if isinstance(layer, Affine)]
+
+
+def _carried(linear: FloatArray, depth: int, signed: bool) -> tuple[list[Affine], FloatArray]:
+    """``depth`` carry layers for the entries of ``h`` that ``linear`` (rows: the entries of
+    ``h``) reads, and ``linear`` restated on the carried outputs."""
+    used = np.flatnonzero(np.any(linear != 0.0, axis=1))
+    if used.size == 0:
+        used = np.array([0])
+    pick = np.eye(linear.shape[0])[used]
+    readout = linear[used]
+    if signed:  # x = relu(x) - relu(-x)
+        pick = np.vstack([pick, -pick])
+        readout = np.vstack([readout, -readout])
+    width = pick.shape[0]
+    first = Affine(pick, np.zeros(width))
+    rest = [Affine(np.eye(width), np.zeros(width)) for _ in range(depth - 1)]
+    return [first, *rest], readout
+
+
+def _flat_linear(group: list[Symbolic]) -> FloatArray:
+    """The group's linear maps side by side: shape ``(width, total entries)``."""
+    return np.hstack([value.full_linear().reshape(value.width, -1) for value in group])
+
+
+def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Affine], FloatArray]:
+    """The group's branch after the common part, as ``depth`` affine maps (each followed by a
+    ReLU), and the group's linear maps (side by side) from their output."""
+    own = _affines(group[0].prefix[common:])
+    linear = _flat_linear(group)
+    if not own:
+        return _carried(linear, depth, signed=common == 0)
+    width = own[-1].out_features
+    carries = [Affine(np.eye(width), np.zeros(width)) for _ in range(depth - len(own))]
+    return own + carries, linear
+
+
+def _block_diagonal(first: Affine, second: Affine, shared_input: bool) -> Affine:
+    """Both maps side by side: stacked when they read the same input, else block diagonal."""
+    if shared_input:
+        weight = np.vstack([first.weight, second.weight])
+    else:
+        weight = np.block(
+            [
+                [first.weight, np.zeros((first.out_features, second.in_features))],
+                [np.zeros((second.out_features, first.in_features)), second.weight],
+            ]
+        )
+    return Affine(weight, np.concatenate([first.bias, second.bias]))
+
+
+def _same_stack(a: Symbolic, b: Symbolic) -> bool:
+    return len(a.prefix) == len(b.prefix) == _common_length(a.prefix, b.prefix)
+
+
+def _restated(
+    group: list[Symbolic], prefix: tuple[Layer, ...], linear: FloatArray
+) -> list[Symbolic]:
+    """Each member of ``group`` on the stack ``prefix``, its columns of ``linear`` its map."""
+    out = []
+    start = 0
+    for value in group:
+        entries = int(np.prod(value.shape))
+        block = linear[:, start : start + entries]
+        start += entries
+        out.append(
+            Symbolic(
+                prefix,
+                linear.shape[0],
+                block.reshape((-1, *value.shape)),
+                value.offset,
+                value.batched,
+            )  # fmt: skip
+        )
+    return out
+
+
+def _merge(
+    group_a: list[Symbolic], group_b: list[Symbolic]
+) -> tuple[list[Symbolic], list[Symbolic]]:
+    """Two groups (each on one stack) restated on one merged stack (module docstring)."""
+    first, second = group_a[0], group_b[0]
+    common = _common_length(first.prefix, second.prefix)
+    depth = (max(len(first.prefix), len(second.prefix)) - common) // 2
+    maps_a, linear_a = _padded(group_a, common, depth)
+    maps_b, linear_b = _padded(group_b, common, depth)
+    merged: list[Layer] = list(first.prefix[:common])
+    for index, (one, other) in enumerate(zip(maps_a, maps_b)):
+        merged += [_block_diagonal(one, other, shared_input=index == 0), ReLU()]
+    rows_a, rows_b = linear_a.shape[0], linear_b.shape[0]
+    top = np.vstack([linear_a, np.zeros((rows_b, linear_a.shape[1]))])
+    bottom = np.vstack([np.zeros((rows_a, linear_b.shape[1])), linear_b])
+    prefix = tuple(merged)
+    return _restated(group_a, prefix, top), _restated(group_b, prefix, bottom)
+
+
+def align(values: list[Symbolic]) -> list[Symbolic]:
+    """The values restated to read the output of one layer stack (module docstring), in order."""
+    group = [values[0]]
+    for value in values[1:]:
+        if _same_stack(group[0], value):
+            group.append(value)
+        else:
+            group, (restated,) = _merge(group, [value])
+            group.append(restated)
+    return group
+
+
+def broadcast_sum(a: Symbolic, b: Symbolic, sign: float) -> Symbolic | None:
+    """``a + sign b`` of two input-dependent tensors on one stack (a residual connection), or
+    ``None`` when broadcasting would replicate either of them."""
+    try:
+        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        return None
+    entries = int(np.prod(shape))
+    if entries != int(np.prod(a.shape)) or entries != int(np.prod(b.shape)):
+        return None
+    a, b = align([a, b])
+    linear = a.full_linear().reshape((a.width, *shape))
+    linear = linear + sign * b.full_linear().reshape((b.width, *shape))
+    offset = a.offset.reshape(shape) + sign * b.offset.reshape(shape)
+    return a.with_map(linear, offset, a.batched or b.batched)
+
+
+def concatenate(parts: list[Symbolic | FloatArray], axis: int) -> Symbolic:
+    """``concatenate(parts, axis)`` where some parts are input-dependent (``axis`` already
+    non-negative): constants become offsets with a zero linear map."""
+    symbols = align([part for part in parts if isinstance(part, Symbolic)])
+    width = symbols[0].width
+    pending = iter(symbols)
+    linears, offsets = [], []
+    for part in parts:
+        if isinstance(part, Symbolic):
+            value = next(pending)
+            linears.append(value.full_linear())
+            offsets.append(value.offset)
+        else:
+            offsets.append(np.asarray(part, dtype=np.float64))
+            linears.append(np.zeros((width, *offsets[-1].shape)))
+    offset = np.concatenate(offsets, axis=axis)
+    linear = np.concatenate(linears, axis=axis + 1)
+    return symbols[0].with_map(linear, offset, symbols[0].batched)
