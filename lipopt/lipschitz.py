@@ -144,9 +144,10 @@ def lipschitz(
             the search alone, within the time limit; ``"auto"`` (the default) tries it, when
             the domain is not split, for ``AUTO_REGION_NODES`` nodes (or
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
-            the hidden neurons are unstable; with the smaller budget it gives up sooner when it
-            projects more than ``AUTO_REGION_PROJECTED_LIMIT`` nodes in all) and, if it has not
-            finished, goes on with the MIP, keeping the better of the two lower and upper
+            the hidden neurons are unstable; it gives up sooner when it projects more than
+            ``AUTO_REGION_PROJECTED_LIMIT`` nodes in all, or
+            ``AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE`` with the larger budget) and, if it has
+            not finished, goes on with the MIP, keeping the better of the two lower and upper
             bounds (where the formulations race and that share is reached, the search runs in
             the backward racer, see ``formulation``); False skips it.
         formulation: how the MIP differentiates the network: ``"backward"`` (the paper's

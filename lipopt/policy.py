@@ -40,6 +40,15 @@ AUTO_REGION_PROJECTED_LIMIT = 100_000
 
 AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
 
+#: ... and with the larger budget it gives up when it projects more than this many nodes in all
+#: (checked as above). Compiled CNNs have few unstable neurons in share (their max-pooling and
+#: skip neurons are stable) but many in number: on the bundled digits CNN (ℓ∞ balls of radius
+#: 0.002 and 0.01, linear bounds) the searches that did not finish projected 5e5 to 1e9 nodes
+#: at 500 nodes and ran to the 20 s limit, where the MIP alone was exact in 0.1-2.4 s on 3 of 4
+#: such balls. Searches that finished (speed.py's ℓ∞ balls of 4 networks, the residual MLP, one
+#: CNN ball) projected at most 1.1e5 (4.6e5 with interval bounds).
+AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE = 300_000
+
 AUTO_REGION_UNSTABLE_SHARE = 0.9
 
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
@@ -201,6 +210,7 @@ class Policy:
     auto_region_nodes: int
     auto_region_projected_limit: int
     auto_region_nodes_few_unstable: int
+    auto_region_projected_limit_few_unstable: int
     auto_region_unstable_share: float
     attack_restarts: int
     attack_steps: int

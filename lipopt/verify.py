@@ -17,6 +17,7 @@ it lower-dimensional and a checked point full-dimensional (:func:`_ball_margin`)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -357,6 +358,25 @@ def is_inside_a_region(network: Network, domain: Domain, x: FloatArray) -> bool:
     ``∂z/∂x`` is exactly zero) may sit at 0: its state changes nothing there."""
     if not domain.contains(x, tol=0.0):
         return False
+    return _clear_of_kinks(network, x, _relative_kink)
+
+
+def _relative_kink(z: FloatArray, magnitude: FloatArray) -> NDArray[np.bool_]:
+    """At the kink up to :data:`INTERIOR_MARGIN` of what ``z`` is computed from."""
+    return (np.abs(z) <= INTERIOR_MARGIN * magnitude) | (z == 0.0)
+
+
+def is_differentiable_at(network: Network, x: FloatArray, tol: float = 1e-9) -> bool:
+    """True when every hidden pre-activation within ``tol`` of 0 at x does not move with x near
+    it (its row of ``∂z/∂x`` is zero: a pass-through of a dead ReLU, as max-pooling and skip
+    connections compile to), so f is linear near x."""
+    return _clear_of_kinks(network, x, lambda z, size: np.abs(z) <= tol)
+
+
+def _clear_of_kinks(
+    network: Network, x: FloatArray, near: Callable[[FloatArray, FloatArray], NDArray[np.bool_]]
+) -> bool:
+    """No pre-activation that ``near(z, magnitude)`` puts at its kink moves with x there."""
     h = np.asarray(x, dtype=np.float64)
     size = np.abs(h)  # what h is computed from, without cancellation
     jacobian = np.eye(len(h))  # dh/dx on x's pattern
@@ -364,17 +384,11 @@ def is_inside_a_region(network: Network, domain: Domain, x: FloatArray) -> bool:
         z = affine.weight @ h + affine.bias
         rows = affine.weight @ jacobian
         magnitude = np.abs(affine.weight) @ size + np.abs(affine.bias)
-        near_kink = (np.abs(z) <= INTERIOR_MARGIN * magnitude) | (z == 0.0)
         constant = ~rows.any(axis=1)  # z does not move with x near it: either state is the same
-        if np.any(near_kink & ~constant):
+        if np.any(near(z, magnitude) & ~constant):
             return False
         on = z > 0.0
         h = np.where(on, z, 0.0)
         size = np.where(on, magnitude, 0.0)
         jacobian = on[:, None] * rows
     return True
-
-
-def is_differentiable_at(network: Network, x: FloatArray, tol: float = 1e-9) -> bool:
-    """True when no hidden pre-activation is within ``tol`` of 0 at x (f is then linear near x)."""
-    return all(np.all(np.abs(z) > tol) for z in network.pre_activations(x[None, :]))

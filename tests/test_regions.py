@@ -168,7 +168,7 @@ def test_auto_search_gives_up_early_only_where_most_neurons_are_unstable(monkeyp
     hard, easy = seen
     assert hard.projected_limit == policy_module.AUTO_REGION_PROJECTED_LIMIT
     assert hard.node_limit == policy_module.AUTO_REGION_NODES
-    assert easy.projected_limit is None
+    assert easy.projected_limit == policy_module.AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE
     assert easy.node_limit == policy_module.AUTO_REGION_NODES_FEW_UNSTABLE
 
 

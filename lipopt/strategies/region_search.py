@@ -78,14 +78,15 @@ def _limits(
     node: RegionSearch, left: float | None, few_unstable: bool, ctx: Context
 ) -> RegionOptions:
     """The search's limits: the time left, and with a fallback and few neurons unstable the
-    larger node budget (no projection limit)."""
+    larger node budget (and the larger projection limit)."""
     options = node.options
     if left is not None:
         time_limit = left if options.time_limit is None else min(left, options.time_limit)
         options = replace(options, time_limit=time_limit)
     if node.fallback is not None and few_unstable:
         budget = ctx.policy.auto_region_nodes_few_unstable
-        options = replace(options, node_limit=budget, projected_limit=None)
+        projected = ctx.policy.auto_region_projected_limit_few_unstable
+        options = replace(options, node_limit=budget, projected_limit=projected)
     return options
 
 

@@ -110,7 +110,7 @@ def _restated(
                 block.reshape((-1, *value.shape)),
                 value.offset,
                 value.batched,
-            )  # fmt: skip
+            )
         )
     return out
 
