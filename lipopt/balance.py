@@ -16,7 +16,10 @@ networks we ship) are left alone, so nothing changes for them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from scipy import sparse
 
 from lipopt.network import Affine, Network
 
@@ -24,8 +27,8 @@ from lipopt.network import Affine, Network
 def _scales(incoming: Affine, outgoing: Affine, ratio: float) -> np.ndarray:
     """Per neuron of one hidden layer, the power of two ``s`` to divide its row by (1 for a
     balanced neuron, and for a neuron with a zero row or column: nothing to balance)."""
-    inward = np.linalg.norm(np.column_stack([incoming.weight, incoming.bias]), axis=1)
-    outward = np.linalg.norm(outgoing.weight, axis=0)
+    inward = np.hypot(incoming.row_norms(2), incoming.bias)
+    outward = Affine(outgoing.matrix.T, np.zeros(outgoing.in_features)).row_norms(2)
     scales = np.ones_like(inward)
     usable = (inward > 0.0) & (outward > 0.0)
     skew = np.ones_like(inward)
@@ -33,6 +36,13 @@ def _scales(incoming: Affine, outgoing: Affine, ratio: float) -> np.ndarray:
     off = usable & ((skew > ratio) | (skew < 1.0 / ratio))
     scales[off] = np.exp2(np.round(0.5 * np.log2(skew[off])))
     return scales
+
+
+def _rows_scaled(matrix: Any, factors: np.ndarray) -> Any:
+    """``diag(factors) @ matrix``, sparse where ``matrix`` is."""
+    if sparse.issparse(matrix):
+        return sparse.diags_array(factors) @ matrix
+    return matrix * factors[:, None]
 
 
 def balanced(network: Network, ratio: float) -> Network:
@@ -46,8 +56,9 @@ def balanced(network: Network, ratio: float) -> Network:
         if np.all(scales == 1.0):
             continue
         changed = True
-        affines[k] = Affine(affines[k].weight / scales[:, None], affines[k].bias / scales)
-        affines[k + 1] = Affine(affines[k + 1].weight * scales[None, :], affines[k + 1].bias)
+        affines[k] = Affine(_rows_scaled(affines[k].matrix, 1.0 / scales), affines[k].bias / scales)
+        columns = _rows_scaled(affines[k + 1].matrix.T, scales).T
+        affines[k + 1] = Affine(columns, affines[k + 1].bias)
     return Network.from_affines(affines) if changed else network
 
 

@@ -16,6 +16,7 @@ from typing import Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 
 FloatArray = NDArray[np.float64]
 
@@ -30,39 +31,138 @@ def _frozen(array: ArrayLike) -> FloatArray:
     return out
 
 
-@dataclass(frozen=True, eq=False)
-class Affine:
-    """The affine map ``x -> W x + b`` with ``W`` of shape (out, in) and ``b`` of shape (out,)."""
+#: a weight matrix is stored sparse (CSR) when at most this share of its entries is nonzero and
+#: it has at least ``SPARSE_MIN_ENTRIES`` entries: a convolution's matrix has ``k·k·C_in`` of
+#: ``H·W·C_in`` entries per row nonzero (9 of 64 on the bundled 8×8 digits CNN's first layer,
+#: 9 of 784 on a 28×28 image), and dense it would be ``d`` columns per row in the bounds and the
+#: MIP. A representation choice only: every map is the same either way.
+SPARSE_DENSITY = 0.25
+SPARSE_MIN_ENTRIES = 1024
 
-    weight: FloatArray
+
+def _stored(weight: ArrayLike | sparse.sparray, dense_only: bool) -> FloatArray | sparse.csr_array:
+    """The weight as it is kept: a frozen CSR array when sparse enough (and not
+    ``dense_only``), else a frozen array."""
+    if sparse.issparse(weight) and dense_only:
+        return _frozen(weight.toarray())  # type: ignore[union-attr]
+    if sparse.issparse(weight):
+        matrix = sparse.csr_array(weight, dtype=np.float64, copy=True)
+    else:
+        dense = np.asarray(weight, dtype=np.float64)
+        if dense_only or dense.ndim != 2 or dense.size < SPARSE_MIN_ENTRIES:
+            return _frozen(dense)
+        if np.count_nonzero(dense) > SPARSE_DENSITY * dense.size:
+            return _frozen(dense)
+        matrix = sparse.csr_array(dense)
+    matrix.eliminate_zeros()
+    matrix.sort_indices()
+    for part in (matrix.data, matrix.indices, matrix.indptr):
+        part.setflags(write=False)
+    return matrix
+
+
+def row_norms(matrix: FloatArray | sparse.sparray, order: float) -> FloatArray:
+    """``||m_i||_order`` of each row of a dense or sparse matrix (order 1, 2 or inf)."""
+    if not sparse.issparse(matrix):
+        return np.linalg.norm(matrix, ord=order, axis=1)
+    magnitude = abs(matrix)
+    if order == np.inf:
+        return np.asarray(magnitude.max(axis=1).toarray(), dtype=np.float64).reshape(-1)
+    if order == 2:
+        return np.sqrt(np.asarray(magnitude.multiply(magnitude).sum(axis=1))).reshape(-1)
+    return np.asarray(magnitude.sum(axis=1), dtype=np.float64).reshape(-1)
+
+
+class Affine:
+    """The affine map ``x -> W x + b`` with ``W`` of shape (out, in) and ``b`` of shape (out,).
+
+    ``matrix`` is ``W`` as stored: a numpy array, or a scipy CSR array where ``W`` is sparse
+    (a convolution; :data:`SPARSE_DENSITY`). The bounds, the MIP and the forward pass read
+    ``matrix``; ``weight`` is ``W`` as a dense array, made on first use, for the stages that
+    need one. Immutable."""
+
+    __slots__ = ("matrix", "bias", "_dense")
+    matrix: FloatArray | sparse.csr_array
     bias: FloatArray
 
-    def __post_init__(self) -> None:
-        weight = _frozen(self.weight)
-        bias = _frozen(self.bias)
-        if weight.ndim != 2:
-            raise NetworkError(f"affine weight must be a matrix, got shape {weight.shape}")
-        if bias.shape != (weight.shape[0],):
+    def __init__(
+        self, weight: ArrayLike | sparse.sparray, bias: ArrayLike, *, dense_only: bool = False
+    ) -> None:
+        matrix = _stored(weight, dense_only)
+        bias_array = _frozen(bias)
+        if len(matrix.shape) != 2:
+            raise NetworkError(f"affine weight must be a matrix, got shape {matrix.shape}")
+        if bias_array.shape != (matrix.shape[0],):
             raise NetworkError(
-                f"affine bias has shape {bias.shape}, expected ({weight.shape[0]},) "
-                f"for a weight of shape {weight.shape}"
+                f"affine bias has shape {bias_array.shape}, expected ({matrix.shape[0]},) "
+                f"for a weight of shape {matrix.shape}"
             )
-        if not (np.all(np.isfinite(weight)) and np.all(np.isfinite(bias))):
+        values = matrix.data if sparse.issparse(matrix) else matrix
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(bias_array))):
             raise NetworkError("affine layer has non-finite (NaN or inf) weights or biases")
-        object.__setattr__(self, "weight", weight)
-        object.__setattr__(self, "bias", bias)
+        object.__setattr__(self, "matrix", matrix)
+        object.__setattr__(self, "bias", bias_array)
+        object.__setattr__(self, "_dense", None if sparse.issparse(matrix) else matrix)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Affine is immutable (cannot set {name!r})")
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (_rebuilt, (self.matrix, self.bias, not self.is_sparse))
+
+    @property
+    def weight(self) -> FloatArray:
+        """``W`` as a dense (frozen) array; for a sparse layer made on first use and kept."""
+        if self._dense is None:
+            object.__setattr__(self, "_dense", _frozen(self.matrix.toarray()))
+        return self._dense  # type: ignore[return-value]
+
+    @property
+    def is_sparse(self) -> bool:
+        return sparse.issparse(self.matrix)
 
     @property
     def in_features(self) -> int:
-        return int(self.weight.shape[1])
+        return int(self.matrix.shape[1])
 
     @property
     def out_features(self) -> int:
-        return int(self.weight.shape[0])
+        return int(self.matrix.shape[0])
+
+    @property
+    def nonzeros(self) -> int:
+        """Nonzero entries of ``W`` (what the MIP's rows hold)."""
+        if sparse.issparse(self.matrix):
+            return int(self.matrix.nnz)
+        return int(np.count_nonzero(self.matrix))
+
+    def row_norms(self, order: float) -> FloatArray:
+        """``||w_i||_order`` of each row of ``W`` (order 1, 2 or inf)."""
+        return row_norms(self.matrix, order)
+
+    def row_minima(self) -> FloatArray:
+        """The least entry of each row of ``W`` (the implicit zeros of a sparse row count)."""
+        if not self.is_sparse:
+            return self.matrix.min(axis=1) if self.in_features else np.zeros(self.out_features)
+        return np.asarray(self.matrix.min(axis=1).toarray(), dtype=np.float64).reshape(-1)
+
+    def dense(self) -> Affine:
+        """The same map with ``W`` stored dense (for comparisons)."""
+        return self if not self.is_sparse else Affine(self.weight, self.bias, dense_only=True)
 
     def then(self, other: Affine) -> Affine:
         """Composition ``other ∘ self``: ``x -> W2 (W1 x + b1) + b2``."""
-        return Affine(other.weight @ self.weight, other.weight @ self.bias + other.bias)
+        product = other.matrix @ self.matrix
+        return Affine(product, other.matrix @ self.bias + other.bias)
+
+    def __repr__(self) -> str:
+        kind = "sparse" if self.is_sparse else "dense"
+        return f"Affine({self.out_features}x{self.in_features}, {kind})"
+
+
+def _rebuilt(matrix: object, bias: FloatArray, dense_only: bool) -> Affine:
+    """Unpickling: the layer as it was stored."""
+    return Affine(matrix, bias, dense_only=dense_only)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -101,7 +201,7 @@ class Network:
         for first, second in zip(affines, affines[1:]):
             if first.out_features != second.in_features:
                 raise NetworkError(
-                    f"layer shapes do not chain: {first.weight.shape} then {second.weight.shape}"
+                    f"layer shapes do not chain: {first.matrix.shape} then {second.matrix.shape}"
                 )
 
     @classmethod
@@ -168,6 +268,10 @@ class Network:
     def __repr__(self) -> str:
         return f"Network(widths={list(self.widths)})"
 
+    def dense(self) -> Network:
+        """The same network with every weight matrix stored dense (for comparisons)."""
+        return Network(tuple(x.dense() if isinstance(x, Affine) else x for x in self.layers))
+
     # ------------------------------------------------------------------ evaluation
     def _as_batch(self, x: ArrayLike) -> tuple[FloatArray, bool]:
         arr = np.asarray(x, dtype=np.float64)
@@ -186,7 +290,7 @@ class Network:
         out = []
         h = batch
         for affine in self.affine_layers[:-1]:
-            z = h @ affine.weight.T + affine.bias
+            z = h @ affine.matrix.T + affine.bias
             out.append(z)
             h = np.maximum(z, 0.0)
         return out
@@ -196,9 +300,9 @@ class Network:
         batch, single = self._as_batch(x)
         h = batch
         for affine in self.affine_layers[:-1]:
-            h = np.maximum(h @ affine.weight.T + affine.bias, 0.0)
+            h = np.maximum(h @ affine.matrix.T + affine.bias, 0.0)
         last = self.affine_layers[-1]
-        y = h @ last.weight.T + last.bias
+        y = h @ last.matrix.T + last.bias
         return y[0] if single else y
 
     def jacobian_from_pattern(self, pattern: Sequence[ArrayLike]) -> FloatArray:
@@ -206,9 +310,9 @@ class Network:
         affines = self.affine_layers
         if len(pattern) != len(affines) - 1:
             raise NetworkError(f"pattern has {len(pattern)} layers, expected {len(affines) - 1}")
-        jac = affines[0].weight
-        for mask, affine in zip(pattern, affines[1:]):
-            jac = affine.weight @ (np.asarray(mask, dtype=np.float64)[:, None] * jac)
+        jac = affines[-1].weight
+        for mask, affine in zip(reversed(pattern), reversed(affines[:-1])):
+            jac = (jac * np.asarray(mask, dtype=np.float64)) @ affine.matrix  # backward: m x n_k
         return np.array(jac)
 
     def activation_pattern(self, x: ArrayLike) -> list[FloatArray]:
@@ -239,7 +343,7 @@ class Network:
         if count is None:
             count = masks[0].shape[0] if len(masks) else 1
         cvec = np.asarray(c, dtype=np.float64)
-        y = np.broadcast_to(affines[-1].weight.T @ cvec, (count, affines[-1].in_features))
+        y = np.broadcast_to(affines[-1].matrix.T @ cvec, (count, affines[-1].in_features))
         for mask, affine in zip(reversed(masks), reversed(affines[:-1])):
-            y = (y * mask) @ affine.weight
+            y = (y * mask) @ affine.matrix
         return np.array(y) if len(affines) == 1 else y

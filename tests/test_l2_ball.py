@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from lipopt import Box, L2Ball, lipschitz
+from lipopt import Affine, Box, L2Ball, lipschitz
 from lipopt.bounds.interval import first_layer_bounds
 from lipopt.cli import main
 from lipopt.domain import DomainError, parse_ball
@@ -166,7 +166,7 @@ def test_the_first_layer_range_over_an_l2_ball_is_exact():
     rng = np.random.default_rng(3)
     weight, bias = rng.normal(size=(5, 4)), rng.normal(size=5)
     ball = L2Ball(rng.normal(size=4), 0.3)
-    lower, upper = first_layer_bounds(weight, bias, ball)
+    lower, upper = first_layer_bounds(Affine(weight, bias), ball)
     tops = ball.center + ball.radius * weight / np.linalg.norm(weight, axis=1, keepdims=True)
     assert np.allclose(upper, np.einsum("ij,ij->i", weight, tops) + bias, rtol=1e-9)
     bottoms = 2 * ball.center - tops

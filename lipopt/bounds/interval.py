@@ -103,24 +103,22 @@ def _affine_interval(
     centre = (upper + lower) / 2.0
     radius = (upper - lower) / 2.0
     mid = weight @ centre + bias
-    spread = np.abs(weight) @ radius
+    spread = abs(weight) @ radius  # abs() keeps a scipy sparse matrix sparse
     # widen(mid - spread, mid + spread) in fewer array operations (this is the hot loop of the
     # region search): max(|mid - spread|, |mid + spread|) = |mid| + spread
     slack = spread + OUTWARD * (1.0 + np.abs(mid) + spread)
     return mid - slack, mid + slack
 
 
-def first_layer_bounds(
-    weight: FloatArray, bias: FloatArray, domain: Domain
-) -> tuple[FloatArray, FloatArray]:
+def first_layer_bounds(affine: Affine, domain: Domain) -> tuple[FloatArray, FloatArray]:
     """Exact range of ``W x + b`` over the domain (box: |W| r; a ball: ρ times the dual norm
     of each row, ``||w_i||_∞`` for the ℓ1 ball, ``||w_i||_2`` for the ℓ2 ball)."""
     if isinstance(domain, (L1Ball, L2Ball)):
-        mid = weight @ domain.center + bias
-        spread = domain.radius * np.linalg.norm(weight, ord=domain.dual_order, axis=1)
+        mid = affine.matrix @ domain.center + affine.bias
+        spread = domain.radius * affine.row_norms(domain.dual_order)
         return widen(mid - spread, mid + spread)
     lower, upper = domain.bounding_box()
-    return _affine_interval(weight, bias, lower, upper)
+    return _affine_interval(affine.matrix, affine.bias, lower, upper)
 
 
 def _switch(
@@ -140,12 +138,12 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
     uppers: list[FloatArray] = []
     if len(affines) == 1:
         return lowers, uppers
-    lo, hi = first_layer_bounds(affines[0].weight, affines[0].bias, domain)
+    lo, hi = first_layer_bounds(affines[0], domain)
     lowers.append(lo)
     uppers.append(hi)
     for affine in affines[1:-1]:
         lo, hi = _affine_interval(
-            affine.weight, affine.bias, np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+            affine.matrix, affine.bias, np.maximum(lo, 0.0), np.maximum(hi, 0.0)
         )
         # a row with no negative weight or bias sums non-negative ReLU outputs: z >= 0 exactly
         # (in floating point too), not a hair below as the outward rounding would say; so the
@@ -158,7 +156,7 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
 
 def _nonnegative_rows(affine: Affine) -> NDArray[np.bool_]:
     """Rows of ``W h + b`` whose weights and bias are all at least 0."""
-    return np.all(affine.weight >= 0.0, axis=1) & (affine.bias >= 0.0)
+    return (affine.row_minima() >= 0.0) & (affine.bias >= 0.0)
 
 
 def seed_bounds(network: Network, seed: Seed) -> tuple[FloatArray, FloatArray]:
@@ -188,7 +186,7 @@ def backward_interval(
         grad_lo.append(y_lo)
         grad_hi.append(y_hi)
         s_lo, s_hi = _switch(state, y_lo, y_hi)
-        y_lo, y_hi = _affine_interval(affine.weight.T, np.zeros(affine.in_features), s_lo, s_hi)
+        y_lo, y_hi = _affine_interval(affine.matrix.T, np.zeros(affine.in_features), s_lo, s_hi)
     grad_lo.reverse()
     grad_hi.reverse()
     return grad_lo, grad_hi, y_lo, y_hi

@@ -62,6 +62,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from lipopt.bounds.interval import (
     NetworkBounds,
@@ -77,7 +78,7 @@ from lipopt.bounds.interval import (
 )
 from lipopt.bounds.relaxation import _relax_upper, relu_relaxation, switch_relaxation
 from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
-from lipopt.network import Network
+from lipopt.network import Network, row_norms
 from lipopt.norms import OutputNorm
 
 FloatArray = NDArray[np.float64]
@@ -99,16 +100,16 @@ def _box_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArr
     centre = (lower + upper) / 2.0
     radius = (upper - lower) / 2.0
     mid = coeffs @ centre
-    spread = np.abs(coeffs) @ radius
-    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(centre) + spread
+    spread = abs(coeffs) @ radius  # abs() keeps sparse coefficients sparse
+    return mid - spread, mid + spread, abs(coeffs) @ np.abs(centre) + spread
 
 
 def _ball_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
     """An ℓ1 or ℓ2 ball: ``Λ c ± ρ`` times the dual norm of each row."""
     assert isinstance(domain, (L1Ball, L2Ball))
     mid = coeffs @ domain.center
-    spread = domain.radius * np.linalg.norm(coeffs, ord=domain.dual_order, axis=1)
-    return mid - spread, mid + spread, np.abs(coeffs) @ np.abs(domain.center) + spread
+    spread = domain.radius * row_norms(coeffs, domain.dual_order)
+    return mid - spread, mid + spread, abs(coeffs) @ np.abs(domain.center) + spread
 
 
 #: exact range of ``Λ x`` (row by row) over each kind of domain, and the magnitude of its terms
@@ -123,6 +124,8 @@ DOMAIN_RANGES: dict[type, RangeRule] = {
 
 def _seed_range(coeffs: FloatArray, seed: Seed) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Exact range of ``Λ w`` over the seed set: ``{c}`` or the dual ball of an output norm."""
+    if sparse.issparse(coeffs):  # rows x outputs: small
+        coeffs = coeffs.toarray()
     if isinstance(seed, OutputNorm):
         lo, hi = seed.seed_bounds(coeffs.T)
         return lo, hi, np.maximum(np.abs(lo), np.abs(hi))
@@ -149,7 +152,7 @@ def _forward_layer(
 ) -> tuple[FloatArray, FloatArray]:
     """Linear bounds on ``z_k`` (hidden layer ``k >= 1``) by back-substitution to the input."""
     affines = network.affine_layers
-    weight, bias = affines[k].weight, affines[k].bias
+    weight, bias = affines[k].matrix, affines[k].bias
     bounds: list[FloatArray] = []
     for sign in (1.0, -1.0):  # upper bound of  sign · z_k;  the lower bound is -(upper of -z_k)
         coeffs = sign * weight
@@ -164,8 +167,8 @@ def _forward_layer(
             magnitude = magnitude + size
             inner = affines[j]
             shift = shift + coeffs @ inner.bias
-            magnitude = magnitude + np.abs(coeffs) @ np.abs(inner.bias)
-            coeffs = coeffs @ inner.weight
+            magnitude = magnitude + abs(coeffs) @ np.abs(inner.bias)
+            coeffs = coeffs @ inner.matrix  # dense @ sparse stays dense, no dense W made
         _, hi, size = DOMAIN_RANGES[type(domain)](coeffs, domain)
         bound = hi + shift
         bounds.append(_outward(bound, magnitude + size))
@@ -186,7 +189,7 @@ def linear_layer(
     """
     affine = network.affine_layers[k]
     step = _affine_interval(
-        affine.weight, affine.bias, np.maximum(lowers[k - 1], 0.0), np.maximum(uppers[k - 1], 0.0)
+        affine.matrix, affine.bias, np.maximum(lowers[k - 1], 0.0), np.maximum(uppers[k - 1], 0.0)
     )
     relaxations = [relu_relaxation(lo, hi) for lo, hi in zip(lowers[:k], uppers[:k], strict=True)]
     return intersect(step, _forward_layer(network, domain, k, relaxations))
@@ -210,7 +213,7 @@ def forward_linear(
     if len(affines) == 1:
         return lowers, uppers
     plain = forward_interval(network, domain) if reference is None else reference
-    lo, hi = first_layer_bounds(affines[0].weight, affines[0].bias, domain)
+    lo, hi = first_layer_bounds(affines[0], domain)
     lowers.append(lo)
     uppers.append(hi)
     for k in range(1, len(affines) - 1):
@@ -235,10 +238,11 @@ def _backward_layer(
     """
     affines = network.affine_layers
     top = len(affines) - 1
-    rows = affines[k].weight.T
+    rows = affines[k].matrix.T
     # upper bounds of  y  (first half) and of  -y  (second half) in one pass; the lower bound is
     # -(upper bound of -y)
-    coeffs = np.concatenate([rows, -rows])
+    both_signs = sparse.vstack if sparse.issparse(rows) else np.concatenate
+    coeffs = both_signs([rows, -rows])
     shift = np.zeros(coeffs.shape[0])
     magnitude = np.zeros(coeffs.shape[0])
     for j in range(k, top):
@@ -246,7 +250,7 @@ def _backward_layer(
         coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
         shift = shift + extra
         magnitude = magnitude + size
-        coeffs = coeffs @ affines[j + 1].weight.T
+        coeffs = coeffs @ affines[j + 1].matrix.T
     _, hi, size = _seed_range(coeffs, seed)
     both = _outward(hi + shift, magnitude + size)
     bounds = [both[: rows.shape[0]], both[rows.shape[0] :]]
@@ -303,7 +307,7 @@ def backward_linear(
         state = states[k]
         relaxations[k] = switch_relaxation(state, y_lo, y_hi)
         s_lo, s_hi = _switch(state, y_lo, y_hi)
-        step = _affine_interval(affines[k].weight.T, np.zeros(affines[k].in_features), s_lo, s_hi)
+        step = _affine_interval(affines[k].matrix.T, np.zeros(affines[k].in_features), s_lo, s_hi)
         step = intersect(step, (plain_lo[k - 1], plain_hi[k - 1]))
         y_lo, y_hi = intersect(step, _backward_layer(network, seed, k, relaxations))
     grad_lo.reverse()

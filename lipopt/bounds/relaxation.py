@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from lipopt.bounds.interval import _ACTIVE, _UNSTABLE, NeuronState, classify
 
@@ -75,9 +76,13 @@ def _relax_upper(
     Returns ``(Λ', shift, magnitude)`` with ``Λ v <= Λ' v' + shift``: positive coefficients take the
     upper line, negative ones the lower line; ``magnitude`` sums the absolute shift terms.
     """
-    pos = np.maximum(coeffs, 0.0)
-    neg = np.minimum(coeffs, 0.0)
-    new = pos * up[0] + neg * low[0]
+    if sparse.issparse(coeffs):  # the same, keeping the rows' sparsity
+        pos, neg = coeffs.maximum(0.0), coeffs.minimum(0.0)
+        new = sparse.csr_array(pos.multiply(up[0][None, :]) + neg.multiply(low[0][None, :]))
+    else:
+        pos = np.maximum(coeffs, 0.0)
+        neg = np.minimum(coeffs, 0.0)
+        new = pos * up[0] + neg * low[0]
     shift = pos @ up[1] + neg @ low[1]
     magnitude = pos @ np.abs(up[1]) - neg @ np.abs(low[1])  # |pos| = pos, |neg| = -neg
     return new, shift, magnitude

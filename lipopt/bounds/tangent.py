@@ -38,7 +38,7 @@ from lipopt.bounds.linear import (
     switch_relaxation,
 )
 from lipopt.domain import Box, Domain, L1Ball
-from lipopt.network import Network
+from lipopt.network import Affine, Network
 from lipopt.norms import InputNorm
 
 FloatArray = NDArray[np.float64]
@@ -71,7 +71,7 @@ def _linear_step(
     affines = network.affine_layers
     bounds: list[FloatArray] = []
     for sign in (1.0, -1.0):  # upper bound of sign · t_k; the lower bound is -(upper of -t_k)
-        coeffs = sign * affines[k].weight
+        coeffs = sign * affines[k].matrix
         shift = np.zeros(coeffs.shape[0])
         magnitude = np.zeros(coeffs.shape[0])
         for j in range(k - 1, -1, -1):
@@ -79,7 +79,7 @@ def _linear_step(
             coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
             shift = shift + extra
             magnitude = magnitude + size
-            coeffs = coeffs @ affines[j].weight
+            coeffs = coeffs @ affines[j].matrix
         _, hi, size = DOMAIN_RANGES[type(ball)](coeffs, ball)
         bounds.append(_outward(hi + shift, magnitude + size))
     return -bounds[1], bounds[0]
@@ -112,9 +112,9 @@ def tangent_bounds(
     uppers: list[FloatArray] = []
     relaxations: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []
     for k in range(len(affines) - 1):
-        weight = affines[k].weight
+        weight = affines[k].matrix
         if k == 0:
-            lo, hi = first_layer_bounds(weight, np.zeros(weight.shape[0]), ball)
+            lo, hi = first_layer_bounds(Affine(weight, np.zeros(weight.shape[0])), ball)
         else:
             d_lo, d_hi = _switch(states[k - 1], lowers[-1], uppers[-1])
             step = _affine_interval(weight, np.zeros(weight.shape[0]), d_lo, d_hi)

@@ -121,12 +121,12 @@ def add_backward(
     """
     affines = network.affine_layers
     last = affines[-1]
-    y = linear_map(last.weight.T, list(seed), np.zeros(last.in_features))
+    y = linear_map(last.matrix.T, list(seed), np.zeros(last.in_features))
     states = bounds.states
     for k in range(len(affines) - 1, 0, -1):  # hidden layer k (1-based), last first
         state = states[k - 1]
         ly, uy = bounds.grad_lower[k - 1], bounds.grad_upper[k - 1]
         s = add_switched_layer(model, y, (ly, uy), state, activations[k - 1], backward_names(k))
         affine = affines[k - 1]
-        y = linear_map(affine.weight.T, s, np.zeros(affine.in_features))
+        y = linear_map(affine.matrix.T, s, np.zeros(affine.in_features))
     return y

@@ -123,7 +123,7 @@ def add_forward(
     for k, (affine, lower, upper, state) in enumerate(
         zip(network.affine_layers[:-1], bounds.pre_lower, bounds.pre_upper, bounds.states), start=1
     ):
-        z = linear_map(affine.weight, h, affine.bias)
+        z = linear_map(affine.matrix, h, affine.bias)
         width = affine.out_features
         live = [i for i in range(width) if state[i] != NeuronState.INACTIVE]
         unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]

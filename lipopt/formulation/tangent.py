@@ -57,7 +57,7 @@ def add_tangent(
     current: list[Term] = DIRECTION_BALLS[norm](model, network.input_dim)
     for k, (affine, state) in enumerate(zip(affines[:-1], states), start=1):
         lower, upper = tangent.lower[k - 1], tangent.upper[k - 1]
-        t = linear_map(affine.weight, current, np.zeros(affine.out_features))
+        t = linear_map(affine.matrix, current, np.zeros(affine.out_features))
         current = add_switched_layer(
             model, t, (lower, upper), state, activations[k - 1], (f"t{k}", f"d{k}", f"tswitch{k}")
         )

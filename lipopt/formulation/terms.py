@@ -7,6 +7,7 @@ from typing import Any, Union
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from lipopt.lazy import lazy_module
 
@@ -19,10 +20,9 @@ def is_constant(term: Term) -> bool:
     return isinstance(term, (int, float, np.floating))
 
 
-def linear_map(
-    matrix: NDArray[np.float64], vector: Sequence[Term], offset: NDArray[np.float64]
-) -> list[Term]:
-    """``matrix @ vector + offset`` where entries of ``vector`` are numbers or expressions.
+def linear_map(matrix: Any, vector: Sequence[Term], offset: NDArray[np.float64]) -> list[Term]:
+    """``matrix @ vector + offset`` where entries of ``vector`` are numbers or expressions;
+    ``matrix`` a numpy array or a scipy sparse matrix (read row by row, nonzeros only).
 
     Constant entries are folded numerically; zero weights are skipped, so a row that touches
     only constants stays a plain float.
@@ -30,13 +30,27 @@ def linear_map(
     const_mask = np.array([is_constant(v) for v in vector], dtype=bool)
     const_values = np.array([float(v) if c else 0.0 for v, c in zip(vector, const_mask)])
     folded = matrix @ const_values + offset
-    var_index = np.flatnonzero(~const_mask)
     out: list[Term] = []
-    for row in range(matrix.shape[0]):
-        coeffs = matrix[row, var_index]
-        used = [(float(w), vector[j]) for w, j in zip(coeffs, var_index) if w != 0.0]
+    for row, (columns, weights) in enumerate(_rows(matrix, ~const_mask)):
+        used = [(float(w), vector[j]) for w, j in zip(weights, columns) if w != 0.0]
         if not used:
             out.append(float(folded[row]))
         else:
             out.append(pe.quicksum(w * v for w, v in used) + float(folded[row]))
     return out
+
+
+def _rows(matrix: Any, moving: NDArray[np.bool_]) -> Any:
+    """Per row, the columns among ``moving`` and their weights (all of them where dense; the
+    stored nonzeros where sparse)."""
+    if not sparse.issparse(matrix):
+        columns = np.flatnonzero(moving)
+        for row in range(matrix.shape[0]):
+            yield columns, matrix[row, columns]
+        return
+    rows = sparse.csr_array(matrix)
+    for row in range(rows.shape[0]):
+        start, stop = rows.indptr[row], rows.indptr[row + 1]
+        columns = rows.indices[start:stop]
+        keep = moving[columns]
+        yield columns[keep], rows.data[start:stop][keep]
