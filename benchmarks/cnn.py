@@ -43,14 +43,16 @@ MNIST_SIZED = "LIPOPT_BENCH_CNN28"
 
 
 def mnist_sized_cnn(path: Path) -> None:
-    """Conv(1→8, 3, stride 2) ReLU Conv(8→8, 3, stride 2) ReLU Linear(→10) on 1×28×28, random
-    weights (torch's initialisation, seed 0), exported by torch to ``path``."""
+    """Conv(1→16, 3, padding 1) ReLU Conv(16→8, 3, stride 2, padding 1) ReLU Linear(→10) on
+    1×28×28 (hidden widths 12544 and 1568), random weights (torch's initialisation, seed 0),
+    exported by torch to ``path``."""
     import torch
 
     torch.manual_seed(0)
     nn = torch.nn
-    module = nn.Sequential(nn.Conv2d(1, 8, 3, stride=2), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2),
-                           nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 10)).eval()  # fmt: skip
+    module = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+                           nn.Conv2d(16, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(),
+                           nn.Linear(8 * 14 * 14, 10)).eval()  # fmt: skip
     torch.onnx.export(module, (torch.zeros(1, 1, 28, 28),), str(path), dynamo=False)
 
 

@@ -57,6 +57,13 @@ ATTACK_RESTARTS = 64
 
 ATTACK_STEPS = 400
 
+#: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
+#: x inputs floats, several times over; above this many entries the attack makes random moves
+#: only. A 28x28 CNN of 14 112 hidden neurons with the 64 searches above needed 5.6 GB (its
+#: peak memory in benchmarks/cnn.py's LP mode, the bounds and model taking a few hundred MB);
+#: the bundled digits CNN (64 x 960 x 64 = 3.9e6) keeps its flips
+ATTACK_FLIP_MAX_ENTRIES = 10_000_000
+
 #: with a time limit, the attack (its moves, the pattern climb and the witnesses' margin LPs)
 #: stops at this share of the MIP's limit: on [20,200,200,1] its 64 x 400 moves took 10.7 s,
 #: which left a 4.9 s limit overrun and the MIP 0.05 s
@@ -214,6 +221,7 @@ class Policy:
     auto_region_unstable_share: float
     attack_restarts: int
     attack_steps: int
+    attack_flip_max_entries: int
     attack_limit_share: float
     climb_checks: int
     climb_sampled_starts: int

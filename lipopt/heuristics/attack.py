@@ -38,6 +38,7 @@ from lipopt.domain import Domain, L1Ball, L2Ball
 from lipopt.heuristics.target import FloatArray, Problem, as_rng, problem
 from lipopt.network import Network
 from lipopt.norms import InputNorm
+from lipopt.policy import Policy
 
 #: initial standard deviation of random moves, relative to the domain's extent per coordinate
 SIGMA_START = 0.25
@@ -131,6 +132,12 @@ def _flip_candidates(
     return value, step, distance, current
 
 
+def _flips_fit(network: Network, restarts: int) -> bool:
+    """The flip moves' Jacobians (searches x hidden neurons x inputs) fit the policy's cap."""
+    size = restarts * sum(network.hidden_widths) * network.input_dim
+    return size <= Policy.current().attack_flip_max_entries
+
+
 def _pool(
     prob: Problem, domain: Domain, restarts: int, pool: int, gen: np.random.Generator
 ) -> tuple[FloatArray, FloatArray, NDArray[np.int64], list[int]]:
@@ -169,7 +176,8 @@ def gradient_attack(
         steps: moves per search.
         rng: seed or generator.
         pool: uniform random points scored to pick the starts.
-        flips: use region-flip moves (False: random moves only).
+        flips: use region-flip moves (False: random moves only); off where their Jacobians
+            would pass the policy's ``ATTACK_FLIP_MAX_ENTRIES``.
         patience: a search whose random moves failed this many times in a row restarts from
             the next-best unused pool point (None: never).
         deadline: stop moving at this ``time.perf_counter()`` time (None: after ``steps``).
@@ -185,6 +193,7 @@ def gradient_attack(
         return best_x, best
 
     extent = _scale(domain)
+    flips = flips and _flips_fit(network, restarts)
     sigma = np.full(restarts, SIGMA_START)
     tabu = np.zeros((restarts, sum(network.hidden_widths)), dtype=bool)
     stall = np.zeros(restarts, dtype=int)
