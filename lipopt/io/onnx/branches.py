@@ -19,7 +19,10 @@ Only the entries of ``h`` that the shorter branch's value reads are carried.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from scipy import sparse
 
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic
 from lipopt.network import Affine, Layer, ReLU
@@ -41,29 +44,40 @@ def _affines(layers: tuple[Layer, ...]) -> list[Affine]:
     return [layer for layer in layers if isinstance(layer, Affine)]
 
 
-def _carried(linear: FloatArray, depth: int, signed: bool) -> tuple[list[Affine], FloatArray]:
+def _stack(parts: list[Any], vertical: bool) -> Any:
+    """Matrices stacked (vertically or side by side), sparse if any of them is."""
+    if any(sparse.issparse(part) for part in parts):
+        return sparse.csr_array((sparse.vstack if vertical else sparse.hstack)(parts))
+    return (np.vstack if vertical else np.hstack)(parts)
+
+
+def _carried(linear: Any, depth: int, signed: bool) -> tuple[list[Affine], Any]:
     """``depth`` carry layers for the entries of ``h`` that ``linear`` (rows: the entries of
     ``h``) reads, and ``linear`` restated on the carried outputs."""
-    used = np.flatnonzero(np.any(linear != 0.0, axis=1))
+    used = np.flatnonzero(np.asarray(abs(linear).sum(axis=1)).reshape(-1) > 0.0)
     if used.size == 0:
         used = np.array([0])
-    pick = np.eye(linear.shape[0])[used]
+    pick: Any = sparse.identity(linear.shape[0], format="csr")[used]
     readout = linear[used]
     if signed:  # x = relu(x) - relu(-x)
-        pick = np.vstack([pick, -pick])
-        readout = np.vstack([readout, -readout])
+        pick = _stack([pick, -pick], vertical=True)
+        readout = _stack([readout, -readout], vertical=True)
     width = pick.shape[0]
     first = Affine(pick, np.zeros(width))
-    rest = [Affine(np.eye(width), np.zeros(width)) for _ in range(depth - 1)]
+    rest = [_identity(width) for _ in range(depth - 1)]
     return [first, *rest], readout
 
 
-def _flat_linear(group: list[Symbolic]) -> FloatArray:
+def _identity(width: int) -> Affine:
+    return Affine(sparse.identity(width, format="csr"), np.zeros(width))
+
+
+def _flat_linear(group: list[Symbolic]) -> Any:
     """The group's linear maps side by side: shape ``(width, total entries)``."""
-    return np.hstack([value.full_linear().reshape(value.width, -1) for value in group])
+    return _stack([value.flat_linear() for value in group], vertical=False)
 
 
-def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Affine], FloatArray]:
+def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Affine], Any]:
     """The group's branch after the common part, as ``depth`` affine maps (each followed by a
     ReLU), and the group's linear maps (side by side) from their output."""
     own = _affines(group[0].prefix[common:])
@@ -71,19 +85,21 @@ def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Affine
     if not own:
         return _carried(linear, depth, signed=common == 0)
     width = own[-1].out_features
-    carries = [Affine(np.eye(width), np.zeros(width)) for _ in range(depth - len(own))]
-    return own + carries, linear
+    return own + [_identity(width) for _ in range(depth - len(own))], linear
 
 
 def _block_diagonal(first: Affine, second: Affine, shared_input: bool) -> Affine:
     """Both maps side by side: stacked when they read the same input, else block diagonal."""
+    one, other = first.matrix, second.matrix
     if shared_input:
-        weight = np.vstack([first.weight, second.weight])
+        weight = _stack([one, other], vertical=True)
+    elif sparse.issparse(one) or sparse.issparse(other):
+        weight = sparse.csr_array(sparse.block_diag((one, other)))
     else:
         weight = np.block(
             [
-                [first.weight, np.zeros((first.out_features, second.in_features))],
-                [np.zeros((second.out_features, first.in_features)), second.weight],
+                [one, np.zeros((first.out_features, second.in_features))],
+                [np.zeros((second.out_features, first.in_features)), other],
             ]
         )
     return Affine(weight, np.concatenate([first.bias, second.bias]))
@@ -103,15 +119,11 @@ def _restated(
         entries = int(np.prod(value.shape))
         block = linear[:, start : start + entries]
         start += entries
-        out.append(
-            Symbolic(
-                prefix,
-                linear.shape[0],
-                block.reshape((-1, *value.shape)),
-                value.offset,
-                value.batched,
-            )
-        )
+        if sparse.issparse(block):
+            block = sparse.csr_array(block)
+        else:
+            block = block.reshape((-1, *value.shape))
+        out.append(Symbolic(prefix, linear.shape[0], block, value.offset, value.batched))
     return out
 
 
@@ -128,8 +140,8 @@ def _merge(
     for index, (one, other) in enumerate(zip(maps_a, maps_b)):
         merged += [_block_diagonal(one, other, shared_input=index == 0), ReLU()]
     rows_a, rows_b = linear_a.shape[0], linear_b.shape[0]
-    top = np.vstack([linear_a, np.zeros((rows_b, linear_a.shape[1]))])
-    bottom = np.vstack([np.zeros((rows_a, linear_b.shape[1])), linear_b])
+    top = _stack([linear_a, sparse.csr_array((rows_b, linear_a.shape[1]))], vertical=True)
+    bottom = _stack([sparse.csr_array((rows_a, linear_b.shape[1])), linear_b], vertical=True)
     prefix = tuple(merged)
     return _restated(group_a, prefix, top), _restated(group_b, prefix, bottom)
 
@@ -157,9 +169,15 @@ def broadcast_sum(a: Symbolic, b: Symbolic, sign: float) -> Symbolic | None:
     if entries != int(np.prod(a.shape)) or entries != int(np.prod(b.shape)):
         return None
     a, b = align([a, b])
+    offset = a.offset.reshape(shape) + sign * b.offset.reshape(shape)
+    if any(v.linear is None or v.is_sparse for v in (a, b)):  # flat: sparse where it can be
+        summed = a.flat_linear() + sign * b.flat_linear()
+        if sparse.issparse(summed):
+            return a.with_map(sparse.csr_array(summed), offset, a.batched or b.batched)
+        return a.with_map(np.asarray(summed).reshape((a.width, *shape)), offset,
+                          a.batched or b.batched)  # fmt: skip
     linear = a.full_linear().reshape((a.width, *shape))
     linear = linear + sign * b.full_linear().reshape((b.width, *shape))
-    offset = a.offset.reshape(shape) + sign * b.offset.reshape(shape)
     return a.with_map(linear, offset, a.batched or b.batched)
 
 

@@ -9,6 +9,7 @@ from math import prod
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+from scipy import sparse
 
 from lipopt.io.onnx.symbolic import Array, FloatArray, Symbolic, Value, floats
 
@@ -105,10 +106,14 @@ def elementwise(
             "supported"
         )
     offset = op(sym.offset, const).reshape(shape)
+    if scales and (sym.is_sparse or sym.linear is None):  # each column times its factor
+        factor = op(np.ones(shape), const).reshape(1, -1)
+        product = sym.flat_linear().multiply(factor)
+        return sym.with_map(sparse.csr_array(product), offset, sym.batched)
     if scales:
-        linear: FloatArray | None = op(_lift(sym, len(shape)), const)
-    elif sym.linear is None:
-        linear = None
+        linear: Any = op(_lift(sym, len(shape)), const)
+    elif sym.linear is None or sym.is_sparse:
+        linear = sym.linear
     else:
         linear = _lift(sym, len(shape))
     # no axis grew, so `shape` is sym.shape with unit axes prepended: `linear` already fits
@@ -120,5 +125,6 @@ def scale(value: Value, factor: float) -> Value:
     if factor == 1.0:
         return value
     if isinstance(value, Symbolic):
-        return value.with_map(value.full_linear() * factor, value.offset * factor, value.batched)
+        linear = value.linear * factor if value.is_sparse else value.full_linear() * factor
+        return value.with_map(linear, value.offset * factor, value.batched)
     return floats(value) * factor

@@ -1,8 +1,9 @@
 """Convolutions and average pooling: ``Conv`` (1-D, 2-D, 3-D; strides, pads, dilations, groups),
 ``AveragePool`` and ``GlobalAveragePool``. Each is linear in its input, so on an input-dependent
-tensor ``L h + c`` it maps the pending map's rows: ``conv(L h + c) = conv0(L) h + conv(c)``
-(``conv0`` without the bias), computed in numpy as a batch of ``width`` images. The network keeps
-the dense matrix of the result (the 8x8 digits CNN: a few hundred columns per layer)."""
+tensor ``L h + c`` it maps the pending map: ``conv(L h + c) = (L C^T) h + conv(c)`` with ``C``
+the convolution's sparse matrix (:func:`conv_matrix`, built from index arithmetic: a kernel
+entry per window cell), so a 28x28 image never becomes a dense matrix; constants and offsets
+are convolved in numpy (:func:`convolve`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from scipy import sparse
 
 from lipopt.io.onnx.context import NodeContext, constant, require
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic, Value, floats, shape_of
@@ -23,15 +25,7 @@ def convolve(
     shape ``(M, C / groups, *k)``: ``y[n, m, o] = Σ_{c in m's group, j} x[n, c, o·s + j·d] w[m,
     c, j]`` over the zero-padded images (``geometry``: ``strides``, ``dilations``, ``pads``)."""
     dims = kernel.ndim - 2
-    strides, dilations, pads = geometry["strides"], geometry["dilations"], geometry["pads"]
-    padding = [(0, 0), (0, 0)] + [(pads[i], pads[i + dims]) for i in range(dims)]
-    padded = np.pad(images, padding)
-    extent = [(kernel.shape[2 + i] - 1) * dilations[i] + 1 for i in range(dims)]
-    windows = sliding_window_view(padded, extent, axis=tuple(range(2, 2 + dims)))
-    picks = (slice(None), slice(None))
-    picks += tuple(slice(None, None, s) for s in strides)
-    picks += tuple(slice(None, None, d) for d in dilations)
-    windows = windows[picks]  # (n, C, *out, *k)
+    windows = _windows(images, kernel.shape[2:], geometry, 0.0)  # (n, C, *out, *k)
     channels, filters = images.shape[1] // groups, kernel.shape[0] // groups
     summed = [1, *range(2 + dims, 2 + 2 * dims)]
     parts = [
@@ -43,6 +37,47 @@ def convolve(
         for g in range(groups)
     ]  # each (n, *out, filters)
     return np.moveaxis(np.concatenate(parts, axis=-1), -1, 1)
+
+
+def _windows(images: Any, kernel: tuple[int, ...], geometry: dict[str, Any], fill: Any) -> Any:
+    """Each output cell's window of ``images`` (n, C, *spatial), padded with ``fill``:
+    shape ``(n, C, *out, *kernel)``."""
+    dims = len(kernel)
+    strides, dilations, pads = geometry["strides"], geometry["dilations"], geometry["pads"]
+    padding = [(0, 0), (0, 0)] + [(pads[i], pads[i + dims]) for i in range(dims)]
+    padded = np.pad(images, padding, constant_values=fill)
+    extent = [(kernel[i] - 1) * dilations[i] + 1 for i in range(dims)]
+    windows = sliding_window_view(padded, extent, axis=tuple(range(2, 2 + dims)))
+    picks: tuple[Any, ...] = (slice(None), slice(None))
+    picks += tuple(slice(None, None, s) for s in strides)
+    picks += tuple(slice(None, None, d) for d in dilations)
+    return windows[picks]
+
+
+def conv_matrix(
+    shape: tuple[int, ...], kernel: FloatArray, geometry: dict[str, Any], groups: int
+) -> sparse.csr_array:
+    """The matrix ``C`` of ``convolve`` on one image of shape ``shape = (C, *spatial)``:
+    ``vec(conv(x)) = C vec(x)`` (C order), one entry per kernel weight and window cell inside
+    the image."""
+    index = np.arange(prod(shape)).reshape((1, *shape))
+    cells = _windows(index, kernel.shape[2:], geometry, -1)[0]  # (C, *out, *k): input indices
+    out_cells, taps = prod(cells.shape[1 : cells.ndim - kernel.ndim + 2]), prod(kernel.shape[2:])
+    channels, filters = shape[0] // groups, kernel.shape[0] // groups
+    rows, cols, values = [], [], []
+    for g in range(groups):
+        read = cells[g * channels : (g + 1) * channels].reshape(1, channels, out_cells, taps)
+        weight = kernel[g * filters : (g + 1) * filters].reshape(filters, channels, 1, taps)
+        row = (g * filters + np.arange(filters)).reshape(-1, 1, 1, 1) * out_cells
+        row = row + np.arange(out_cells).reshape(1, 1, -1, 1)
+        full = (filters, channels, out_cells, taps)
+        read, weight, row = (np.broadcast_to(a, full) for a in (read, weight, row))
+        keep = (read >= 0) & (weight != 0.0)
+        rows.append(row[keep])
+        cols.append(read[keep])
+        values.append(weight[keep])
+    entries = (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols)))
+    return sparse.csr_array(entries, shape=(kernel.shape[0] * out_cells, prod(shape)))
 
 
 def _geometry(ctx: NodeContext, spatial: tuple[int, ...], kernel: tuple[int, ...]) -> dict:
@@ -84,18 +119,23 @@ def pool_geometry(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[tuple[int, 
     return kernel, _geometry(ctx, shape[2:], kernel)
 
 
-def _apply(ctx: NodeContext, x: Value, linear_map: Any, shift: FloatArray | None) -> Value:
-    """``linear_map`` (on ``(n, C, *spatial)`` images) applied to ``x``, plus ``shift``."""
+def _apply(
+    ctx: NodeContext, x: Value, linear_map: Any, shift: FloatArray | None, matrix: Any
+) -> Value:
+    """``linear_map`` (on ``(n, C, *spatial)`` images) applied to ``x``, plus ``shift``; on an
+    input-dependent ``x`` through ``matrix(sample shape)``, its sparse matrix."""
     shape = shape_of(x)
     if len(shape) < 3 or shape[0] != 1:
         raise ctx.error(f"input must have shape (1, C, ...) with a batch of one, got {shape}")
     if not isinstance(x, Symbolic):
         out = linear_map(floats(x))
         return out if shift is None else out + shift
-    rows = linear_map(x.full_linear().reshape((x.width, *shape[1:])))
     offset = linear_map(x.offset)
     offset = offset if shift is None else offset + shift
-    return x.with_map(rows.reshape((x.width, *offset.shape)), offset, x.batched)
+    product = x.flat_linear() @ matrix(tuple(shape[1:])).T
+    if sparse.issparse(product):
+        return x.with_map(sparse.csr_array(product), offset, x.batched)
+    return x.with_map(np.asarray(product).reshape((x.width, *offset.shape)), offset, x.batched)
 
 
 def handle_conv(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
@@ -122,7 +162,8 @@ def handle_conv(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
         if b.size != kernel.shape[0]:
             raise ctx.error(f"bias has {b.size} entries for {kernel.shape[0]} filters")
         shift = b.reshape((1, -1, *([1] * (kernel.ndim - 2))))
-    return [_apply(ctx, x, lambda v: convolve(v, kernel, geometry, groups), shift)]
+    return [_apply(ctx, x, lambda v: convolve(v, kernel, geometry, groups), shift,
+                   lambda sample: conv_matrix(sample, kernel, geometry, groups))]  # fmt: skip
 
 
 def handle_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
@@ -141,14 +182,27 @@ def handle_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Va
     def mean(images: FloatArray) -> FloatArray:
         return convolve(images, ones, geometry, channels) / counts
 
-    return [_apply(ctx, x, mean, None)]
+    def matrix(sample: tuple[int, ...]) -> sparse.csr_array:
+        sums = conv_matrix(sample, ones, geometry, channels)
+        per_row = np.broadcast_to(counts, (1, *mean(np.zeros((1, *sample))).shape[1:]))
+        return sparse.csr_array(sparse.diags_array(1.0 / per_row.reshape(-1)) @ sums)
+
+    return [_apply(ctx, x, mean, None, matrix)]
 
 
 def handle_global_average_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
     """``GlobalAveragePool``: the mean over all spatial axes, shape (1, C, 1, ..., 1)."""
     x = require(ctx, inputs, 0, "X")
     axes = tuple(range(2, len(shape_of(x))))
-    return [_apply(ctx, x, lambda v: v.mean(axis=axes, keepdims=True), None)]
+
+    def matrix(sample: tuple[int, ...]) -> sparse.csr_array:
+        cells = prod(sample[1:])  # row c averages the entries c·cells .. (c+1)·cells - 1
+        rows = np.repeat(np.arange(sample[0]), cells)
+        values = np.full(prod(sample), 1.0 / cells)
+        return sparse.csr_array((values, (rows, np.arange(prod(sample)))),
+                                shape=(sample[0], prod(sample)))  # fmt: skip
+
+    return [_apply(ctx, x, lambda v: v.mean(axis=axes, keepdims=True), None, matrix)]
 
 
 def handle_reduce_mean(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:

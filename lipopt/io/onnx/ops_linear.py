@@ -56,6 +56,9 @@ def _sym_matmul_const(ctx: NodeContext, x: Symbolic, weight: FloatArray) -> Symb
         # e_i @ W is row i of W: no need to form the identity
         tail = weight.shape[1:]
         linear = weight.reshape((weight.shape[0], *lead, *tail))
+    elif x.is_sparse and prod(lead) == 1:  # a flat sparse map: one sparse-dense product
+        product = np.asarray(x.flat_linear() @ weight.reshape(weight.shape[0], -1))
+        linear = product.reshape((x.width, *lead, *weight.shape[1:]))
     else:
         # one matrix product (numpy would loop over the stacked leading axes)
         full = x.full_linear()

@@ -19,6 +19,7 @@ from math import prod
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from lipopt.io.onnx.context import NodeContext, constant, require
 from lipopt.io.onnx.ops_conv import pool_geometry
@@ -33,9 +34,9 @@ def _slopes(x: Symbolic, alpha: FloatArray, ctx: NodeContext) -> Symbolic:
         slopes = np.broadcast_to(alpha, x.shape).reshape(-1)
     except ValueError:
         raise ctx.error(f"slopes of shape {alpha.shape} do not broadcast to {x.shape}") from None
-    eye = np.eye(n)
-    pre = (np.vstack([eye, -eye]), np.zeros(2 * n))
-    post = (np.hstack([eye, -np.diag(slopes)]), np.zeros(n))
+    eye = sparse.identity(n, format="csr")
+    pre = (sparse.vstack([eye, -eye], format="csr"), np.zeros(2 * n))
+    post = (sparse.hstack([eye, -sparse.diags_array(slopes)], format="csr"), np.zeros(n))
     return through_relus(x, pre, post, x.shape)
 
 
@@ -79,13 +80,15 @@ def handle_clip(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
     if low is None and high is None:
         return [x]
     n = prod(x.shape)
-    eye = np.eye(n)
+    eye = sparse.identity(n, format="csr")
     if high is None:  # lo + relu(z - lo)
         return [through_relus(x, (eye, np.full(n, -low)), (eye, np.full(n, low)), x.shape)]
     if low is None:  # hi - relu(hi - z)
         return [through_relus(x, (-eye, np.full(n, high)), (-eye, np.full(n, high)), x.shape)]
-    pre = (np.vstack([eye, eye]), np.concatenate([np.full(n, -low), np.full(n, -high)]))
-    return [through_relus(x, pre, (np.hstack([eye, -eye]), np.full(n, low)), x.shape)]
+    pre = (sparse.vstack([eye, eye], format="csr"),
+           np.concatenate([np.full(n, -low), np.full(n, -high)]))  # fmt: skip
+    post = (sparse.hstack([eye, -eye], format="csr"), np.full(n, low))
+    return [through_relus(x, pre, post, x.shape)]
 
 
 def _windows(ctx: NodeContext, shape: tuple[int, ...]) -> tuple[list[list[int]], tuple]:
@@ -121,35 +124,29 @@ def _max_level(cells: list[list[int]], n: int) -> tuple[tuple, tuple, list[list[
     """One ReLU layer of the pairwise maxima of non-negative entries: for each pair ``(a, b)``
     of a cell the neurons ``a - b`` and ``b`` and the value ``relu(a - b) + relu(b) = max(a, b)``
     (``relu(b) = b`` as ``b >= 0``: its neuron is stable, without a binary); an odd member
-    carried as ``relu(a)``. Returns (pre, post, the next cells)."""
-    rows: list[FloatArray] = []
-    values: list[dict[int, float]] = []
-    following = []
-
-    def neuron(coefficients: dict[int, float]) -> int:
-        row = np.zeros(n)
-        for j, v in coefficients.items():
-            row[j] += v
-        rows.append(row)
-        return len(rows) - 1
-
+    carried as ``relu(a)``. Returns (pre, post, the next cells), the matrices sparse."""
+    pre_entries: list[tuple[int, int, float]] = []  # (neuron, entry of x, weight)
+    post_entries: list[tuple[int, int]] = []  # (value, neuron), weight 1
+    following, neurons, values = [], 0, 0
     for cell in cells:
         members = []
         for start in range(0, len(cell), 2):
             pair = cell[start : start + 2]
-            b = pair[-1]
-            value = {neuron({b: 1.0}): 1.0}
-            if len(pair) == 2:
-                value[neuron({pair[0]: 1.0, b: -1.0})] = 1.0
-            values.append(value)
-            members.append(len(values) - 1)
+            pre_entries.append((neurons, pair[-1], 1.0))  # b
+            post_entries.append((values, neurons))
+            neurons += 1
+            if len(pair) == 2:  # a - b
+                pre_entries += [(neurons, pair[0], 1.0), (neurons, pair[1], -1.0)]
+                post_entries.append((values, neurons))
+                neurons += 1
+            members.append(values)
+            values += 1
         following.append(members)
-    pre = (np.array(rows), np.zeros(len(rows)))
-    post = np.zeros((len(values), len(rows)))
-    for i, value in enumerate(values):
-        for k, v in value.items():
-            post[i, k] = v
-    return pre, (post, np.zeros(len(values))), following
+    rows, cols, weights = zip(*pre_entries)
+    pre = sparse.csr_array((weights, (rows, cols)), shape=(neurons, n))
+    sums, parts = zip(*post_entries)
+    post = sparse.csr_array((np.ones(len(sums)), (sums, parts)), shape=(values, neurons))
+    return (pre, np.zeros(neurons)), (post, np.zeros(values)), following
 
 
 def handle_max_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
@@ -174,6 +171,8 @@ def handle_max_pool(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]
         pre, post, cells = _max_level(cells, prod(value.shape))
         value = through_relus(value, pre, post, (post[0].shape[0],))
     order = [cell[0] for cell in cells]  # one member left per cell
-    flat = value.full_linear()[:, order]
-    return [value.with_map(flat.reshape((value.width, *out_shape)),
-                           value.offset[order].reshape(out_shape), x.batched)]  # fmt: skip
+    offset = value.offset[order].reshape(out_shape)
+    flat = value.flat_linear()[:, order]
+    if sparse.issparse(flat):
+        return [value.with_map(sparse.csr_array(flat), offset, x.batched)]
+    return [value.with_map(flat.reshape((value.width, *out_shape)), offset, x.batched)]

@@ -13,6 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from lipopt.network import Affine, Layer, ReLU
 
@@ -25,14 +26,16 @@ class Symbolic:
     """A tensor that depends on the network input: ``reshape(h @ linear, shape) + offset``.
 
     ``h`` (length ``width``) is the output of ``prefix`` (the input itself when ``prefix`` is
-    empty; otherwise ``prefix`` ends with a ReLU). ``linear`` has shape ``(width, *shape)``;
-    ``None`` stands for the identity (``h`` reshaped to ``shape``), which saves forming large
-    identity matrices. ``batched`` records that axis 0 is still the (size 1) batch axis.
+    empty; otherwise ``prefix`` ends with a ReLU). ``linear`` has shape ``(width, *shape)``, or
+    is a scipy sparse matrix of shape ``(width, prod(shape))`` (the same map flattened in C
+    order: what convolutions and pooling make, kept sparse); ``None`` stands for the identity
+    (``h`` reshaped to ``shape``), which saves forming large identity matrices. ``batched``
+    records that axis 0 is still the (size 1) batch axis.
     """
 
     prefix: tuple[Layer, ...]
     width: int
-    linear: FloatArray | None
+    linear: FloatArray | sparse.csr_array | None
     offset: FloatArray
     batched: bool
 
@@ -40,15 +43,31 @@ class Symbolic:
     def shape(self) -> tuple[int, ...]:
         return tuple(int(d) for d in self.offset.shape)
 
+    @property
+    def is_sparse(self) -> bool:
+        return sparse.issparse(self.linear)
+
     def full_linear(self) -> FloatArray:
-        """``linear`` with the identity made explicit, shape ``(width, *shape)``."""
+        """``linear`` as a dense array of shape ``(width, *shape)`` (the identity or a sparse
+        map made explicit: ops without a sparse rule read this)."""
         if self.linear is None:
             return np.eye(self.width).reshape((self.width, *self.shape))
+        if sparse.issparse(self.linear):
+            return self.linear.toarray().reshape((self.width, *self.shape))
         return self.linear
+
+    def flat_linear(self) -> FloatArray | sparse.csr_array:
+        """``linear`` as a ``(width, prod(shape))`` matrix: sparse for the identity and for a
+        sparse map, else dense."""
+        if self.linear is None:
+            return sparse.identity(self.width, format="csr")
+        if sparse.issparse(self.linear):
+            return self.linear
+        return self.linear.reshape(self.width, -1)
 
     def with_map(
         self,
-        linear: FloatArray | None,
+        linear: FloatArray | sparse.csr_array | None,
         offset: FloatArray,
         batched: bool,
     ) -> Symbolic:
@@ -58,11 +77,15 @@ class Symbolic:
     def reshaped(self, shape: Sequence[int], batched: bool) -> Symbolic:
         """The same values in C order, viewed with another shape (a pure reshape)."""
         shape = tuple(int(d) for d in shape)
-        linear = None if self.linear is None else self.linear.reshape((self.width, *shape))
+        linear = self.linear
+        if linear is not None and not sparse.issparse(linear):
+            linear = linear.reshape((self.width, *shape))
         return self.with_map(linear, self.offset.reshape(shape), batched)
 
     def affine(self) -> Affine:
         """The pending affine map ``h -> vec(value)`` as a layer."""
+        if self.linear is None or sparse.issparse(self.linear):
+            return Affine(sparse.csr_array(self.flat_linear().T), self.offset.reshape(-1))
         weight = self.full_linear().reshape(self.width, -1).T
         return Affine(weight, self.offset.reshape(-1))
 
@@ -84,16 +107,20 @@ def through_relus(
 ) -> Symbolic:
     """``value = P relu(A vec(x) + a) + p``, reshaped to ``shape``, for ``pre = (A, a)`` (A of
     shape (k, n), n the entries of x) and ``post = (P, p)`` (P of shape (prod(shape), k)): one
-    ReLU layer of k neurons. Every piecewise-linear op here is one or more of these."""
+    ReLU layer of k neurons. Every piecewise-linear op here is one or more of these. ``A`` and
+    ``P`` may be scipy sparse matrices, and the maps then stay sparse."""
     weights, shift = pre
-    flat = x.full_linear().reshape(x.width, -1)
-    neurons = x.with_map(flat @ weights.T, weights @ x.offset.reshape(-1) + shift, batched=False)
+    product = x.flat_linear() @ weights.T  # sparse where both are
+    linear = sparse.csr_array(product) if sparse.issparse(product) else np.asarray(product)
+    neurons = x.with_map(linear, weights @ x.offset.reshape(-1) + shift, batched=False)
     hidden = neurons.relu()
     mix, offset = post
     count = int(mix.shape[1])
-    return hidden.with_map(
-        mix.T.reshape((count, *shape)), np.asarray(offset, float).reshape(shape), x.batched
-    )
+    if sparse.issparse(mix):
+        mixed: FloatArray | sparse.csr_array = sparse.csr_array(mix.T)
+    else:
+        mixed = mix.T.reshape((count, *shape))
+    return hidden.with_map(mixed, np.asarray(offset, float).reshape(shape), x.batched)
 
 
 Value = Union[Array, Symbolic]
