@@ -73,3 +73,34 @@ def test_stopped_solves_bracket_the_sampled_maximum(name, image, radius, limit):
     found = _lower_bounds(net, ball, c)
     assert result.lower is not None and result.lower <= result.upper
     assert found <= result.upper * (1 + 1e-9)
+
+
+def test_the_cnns_sound_estimators_bracket_its_exact_constant():
+    """naive, FastLip and LipLP (upper) are above the exact constant over image 1's ball of
+    radius 0.002, random sampling and the attack (lower) below it."""
+    from lipopt.compare import compare  # noqa: PLC0415
+
+    net, ball, c = _query("cnn", 1, 0.002)
+    exact = lipschitz(net, ball, c=c, regions=False)
+    assert exact.status == "optimal"
+    for result in compare(net, ball, "linf", c, methods="naive,random,attack,fastlip,liplp"):
+        if result.name in ("naive", "fastlip", "liplp"):
+            assert result.value >= exact.value * (1 - 1e-9), result.name
+        else:
+            assert result.value <= exact.value * (1 + 1e-9), result.name
+
+
+def test_a_certified_radius_of_the_residual_mlp_keeps_the_class():
+    """The certified ℓ∞ radius around image 1 (within a ball of 0.05): 10,000 sampled points and
+    every vertex direction of the box of that radius keep the predicted class."""
+    from lipopt import certify  # noqa: PLC0415
+
+    net, ball, _ = _query("resmlp", 1, 0.05)
+    result = certify(net, ball, time_limit=60)
+    assert 0.0 < result.radius <= 0.05
+    rng = np.random.default_rng(0)
+    x = ball.center
+    points = x + result.radius * rng.uniform(-1.0, 1.0, size=(10_000, x.size))
+    corners = x + result.radius * rng.choice([-1.0, 1.0], size=(2_000, x.size))
+    classes = np.argmax(net.forward(np.vstack([points, corners])), axis=1)
+    assert np.all(classes == result.predicted)
