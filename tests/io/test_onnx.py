@@ -483,12 +483,27 @@ def test_load_onnx_reshape_with_fixed_batch_matches_onnxruntime() -> None:
     assert net.input_dim == 64
 
 
-@pytest.mark.parametrize("spec", [[2, -1], [4, 16], [1, 8, 8]])
-def test_load_onnx_reshape_that_is_not_a_flattening_is_rejected(spec: list[int]) -> None:
+@pytest.mark.parametrize("spec", [[2, -1], [4, 16]])
+def test_load_onnx_reshape_that_folds_the_batch_axis_is_rejected(spec: list[int]) -> None:
     nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="fold")]
     model = _model(nodes, ["N", 1, 8, 8], [_init("shape", spec, np.int64)])
-    with pytest.raises(OnnxImportError, match=r"'Reshape' at node 'fold'.*not a flattening"):
+    with pytest.raises(OnnxImportError, match=r"'Reshape' at node 'fold'.*leading batch axis"):
         load_onnx(model)
+
+
+@pytest.mark.parametrize("spec", [[1, 8, 8], [1, 2, 32], [0, 4, 16]])
+def test_load_onnx_reshape_that_keeps_the_batch_axis_is_a_view(spec: list[int]) -> None:
+    """``(1, 1, 8, 8) -> (1, 8, 8)`` and the like reorder nothing (C order): the network is
+    onnxruntime's, read through a Flatten afterwards."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["v"], name="view"),
+        helper.make_node("Relu", ["v"], ["rv"], name="relu"),
+        helper.make_node("Flatten", ["rv"], ["f"], name="flatten"),
+    ]
+    tail, inits = _mlp_tail("f", 64)
+    inits.append(_init("shape", spec, np.int64))
+    model = _model(nodes + tail, [1, 1, 8, 8], inits)
+    _assert_matches_ort(model, (1, 1, 8, 8))
 
 
 def test_load_onnx_reshape_with_input_dependent_shape_is_rejected() -> None:

@@ -76,8 +76,9 @@ def _resolve_reshape(
 
 
 def handle_reshape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
-    """``Y = reshape(X, shape)`` (C order); for input-dependent X only a flattening to ``(n,)``
-    or ``(1, n)`` (e.g. shape ``(1, -1)``, ``(-1,)``, ``(batch, -1)``) is supported."""
+    """``Y = reshape(X, shape)`` (C order, a pure view: the map is unchanged); for
+    input-dependent X a flattening to ``(n,)`` or ``(1, n)`` (e.g. shape ``(1, -1)``, ``(-1,)``,
+    ``(batch, -1)``), or any shape that keeps a leading batch axis of 1 (e.g. ``(1, C, H·W)``)."""
     x = require(ctx, inputs, 0, "data")
     shape_tensor = constant(ctx, require(ctx, inputs, 1, "shape"), "the target shape")
     spec = [int(d) for d in shape_tensor.reshape(-1)]
@@ -85,10 +86,11 @@ def handle_reshape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
         const = np.asarray(x)
         return [const.reshape(_resolve_reshape(ctx, const.shape, spec, batch_rule=False))]
     target = _resolve_reshape(ctx, x.shape, spec, batch_rule=x.batched)
-    if not is_flat(target):
+    keeps_batch = x.batched and len(target) >= 2 and target[0] == 1
+    if not is_flat(target) and not keeps_batch:
         raise ctx.error(
-            f"reshaping {x.shape} to {target} (shape {spec}) is not a flattening; only "
-            "reshapes to a flat vector (1, n) or (n,) are supported"
+            f"reshaping {x.shape} to {target} (shape {spec}) is not a flattening and does not "
+            "keep a leading batch axis of 1; only such reshapes are supported"
         )
     return [x.reshaped(target, batched=x.batched and len(target) >= 2)]
 
