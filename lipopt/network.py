@@ -43,10 +43,12 @@ SPARSE_MIN_ENTRIES = 1024
 def _stored(weight: ArrayLike | sparse.sparray, dense_only: bool) -> FloatArray | sparse.csr_array:
     """The weight as it is kept: a frozen CSR array when sparse enough (and not
     ``dense_only``), else a frozen array."""
-    if sparse.issparse(weight) and dense_only:
-        return _frozen(weight.toarray())  # type: ignore[union-attr]
     if sparse.issparse(weight):
         matrix = sparse.csr_array(weight, dtype=np.float64, copy=True)
+        matrix.eliminate_zeros()
+        size = matrix.shape[0] * matrix.shape[1]
+        if dense_only or size < SPARSE_MIN_ENTRIES or matrix.nnz > SPARSE_DENSITY * size:
+            return _frozen(matrix.toarray())
     else:
         dense = np.asarray(weight, dtype=np.float64)
         if dense_only or dense.ndim != 2 or dense.size < SPARSE_MIN_ENTRIES:
@@ -106,6 +108,9 @@ class Affine:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Affine is immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Affine is immutable (cannot delete {name!r})")
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (_rebuilt, (self.matrix, self.bias, not self.is_sparse))

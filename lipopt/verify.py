@@ -381,9 +381,9 @@ def _clear_of_kinks(
     size = np.abs(h)  # what h is computed from, without cancellation
     jacobian = np.eye(len(h))  # dh/dx on x's pattern
     for affine in network.affine_layers[:-1]:
-        z = affine.weight @ h + affine.bias
-        rows = affine.weight @ jacobian
-        magnitude = np.abs(affine.weight) @ size + np.abs(affine.bias)
+        z = affine.matrix @ h + affine.bias
+        rows = np.asarray(affine.matrix @ jacobian)
+        magnitude = abs(affine.matrix) @ size + np.abs(affine.bias)
         constant = ~rows.any(axis=1)  # z does not move with x near it: either state is the same
         if np.any(near(z, magnitude) & ~constant):
             return False

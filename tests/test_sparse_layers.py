@@ -45,6 +45,9 @@ def test_a_convolution_like_matrix_is_stored_sparse_and_means_the_same_map():
     assert not pickle.loads(pickle.dumps(kept)).is_sparse
     with pytest.raises(AttributeError, match="immutable"):
         affine.bias = bias  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del affine.bias
+    assert not Affine(sparse.csr_array(np.ones((64, 64))), bias).is_sparse  # dense given sparse
     with pytest.raises(ValueError):
         affine.matrix.data[0] = 1.0
 

@@ -121,8 +121,9 @@ def _built_and_solved(
 
 
 def _weights(query: Query) -> int:
-    """The network's weight count, what a model's size and build time follow."""
-    return sum(layer.weight.size for layer in query.network.affine_layers)
+    """The network's nonzero weights, what a model's size and build time follow (the rows hold
+    only these; dense layers: every weight)."""
+    return sum(layer.nonzeros for layer in query.network.affine_layers)
 
 
 def _check_build_fits(query: Query, limit: float | None, call_start: float, ctx: Context) -> None:

@@ -125,6 +125,9 @@ def scale(value: Value, factor: float) -> Value:
     if factor == 1.0:
         return value
     if isinstance(value, Symbolic):
-        linear = value.linear * factor if value.is_sparse else value.full_linear() * factor
+        if value.is_sparse or value.linear is None:
+            linear: Any = sparse.csr_array(value.flat_linear() * factor)
+        else:
+            linear = value.full_linear() * factor
         return value.with_map(linear, value.offset * factor, value.batched)
     return floats(value) * factor

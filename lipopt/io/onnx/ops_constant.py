@@ -5,6 +5,7 @@ are numpy arrays (``Shape`` of an input-dependent tensor reads its shape, batch 
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from lipopt.io.onnx.branches import concatenate
 from lipopt.io.onnx.context import NodeContext, constant, require
@@ -56,8 +57,13 @@ def handle_gather(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
     if indices.size and (indices.min() < -size or indices.max() >= size):
         raise ctx.error(f"indices out of range for an axis of {size}")
     offset = np.take(data.offset, indices, axis=axis)
+    batched = data.batched and axis > 0 and offset.ndim == rank
+    if data.is_sparse or data.linear is None:  # the picked entries, as columns of the flat map
+        picked = np.take(np.arange(data.offset.size).reshape(data.shape), indices, axis=axis)
+        return [data.with_map(sparse.csr_array(data.flat_linear()[:, picked.reshape(-1)]),
+                              offset, batched)]  # fmt: skip
     linear = np.take(data.full_linear(), indices, axis=axis + 1)
-    return [data.with_map(linear, offset, data.batched and axis > 0 and offset.ndim == rank)]
+    return [data.with_map(linear, offset, batched)]
 
 
 def handle_concat(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:

@@ -229,5 +229,20 @@ def handle_reduce_mean(ctx: NodeContext, inputs: list[Value | None]) -> list[Val
     if 0 in axes and not keep:
         raise ctx.error("averaging away the batch axis is not supported")
     offset = np.mean(x.offset, axis=tuple(axes), keepdims=keep)
+    batched = x.batched and 0 not in axes
+    if x.is_sparse or x.linear is None:
+        mean = sparse.csr_array(x.flat_linear() @ _mean_matrix(x.shape, axes).T)
+        return [x.with_map(mean, offset, batched)]
     linear = np.mean(x.full_linear(), axis=tuple(a + 1 for a in axes), keepdims=keep)
-    return [x.with_map(linear, offset, x.batched and 0 not in axes)]
+    return [x.with_map(linear, offset, batched)]
+
+
+def _mean_matrix(shape: tuple[int, ...], axes: list[int]) -> sparse.csr_array:
+    """The matrix of the mean over ``axes`` (C order, the kept shape's cells as rows)."""
+    kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    coords = np.indices(shape).reshape(len(shape), -1)
+    coords[list(axes)] = 0
+    rows = np.ravel_multi_index(tuple(coords), kept)
+    values = np.full(prod(shape), prod(kept) / prod(shape))
+    columns = np.arange(prod(shape))
+    return sparse.csr_array((values, (rows, columns)), shape=(prod(kept), prod(shape)))

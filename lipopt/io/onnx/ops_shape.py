@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from math import prod
 
 import numpy as np
+from scipy import sparse
 
 from lipopt.io.onnx.context import NodeContext, constant, require
 from lipopt.io.onnx.symbolic import Symbolic, Value, is_flat, shape_of
@@ -154,5 +155,10 @@ def handle_transpose(ctx: NodeContext, inputs: list[Value | None]) -> list[Value
         raise ctx.error(f"perm {perm} is not a permutation of the {rank} axes")
     if not isinstance(x, Symbolic):
         return [np.transpose(x, perm)]
+    offset = np.transpose(x.offset, perm)
+    batched = x.batched and perm[0] == 0
+    if x.is_sparse or x.linear is None:  # the entries' new order, as columns of the flat map
+        order = np.transpose(np.arange(x.offset.size).reshape(x.shape), perm).reshape(-1)
+        return [x.with_map(sparse.csr_array(x.flat_linear()[:, order]), offset, batched)]
     linear = np.transpose(x.full_linear(), [0, *(p + 1 for p in perm)])
-    return [x.with_map(linear, np.transpose(x.offset, perm), x.batched and perm[0] == 0)]
+    return [x.with_map(linear, offset, batched)]
