@@ -106,6 +106,17 @@ def run_case(case: tuple[int, float, str, float]) -> dict[str, Any]:
     return row
 
 
+def _commit() -> str:
+    """The code measured: the short commit hash, ``+`` if the tree has local changes."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
+    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    return (git("rev-parse", "--short", "HEAD").strip() or "unknown") + ("+" if dirty else "")
+
+
 def _bracket(row: dict[str, Any]) -> str:
     lower = "–" if row["lower"] is None else f"{row['lower']:.6g}"
     if row["status"] == "optimal":
@@ -118,6 +129,7 @@ def table(rows: list[dict[str, Any]], argv: list[str], stamp: str) -> str:
     lines = [
         "# The digits CNN at scale: sparse against dense storage (issue 29)", "",
         f"Command: `python benchmarks/cnn.py {' '.join(argv)}`  ", f"Machine: {stamp}.  ",
+        f"Code at commit {_commit()}.  ",
         "Network: `models/digits-cnn.onnx` (hidden widths 256, 256, 128, 128, 128, 64 after "
         "compiling its max-pooling). c = the two top logits' difference; ℓ∞ balls; lipopt's "
         "defaults. Value = exact constant (optimal) or [lower, upper] at the limit. Model = "
