@@ -49,6 +49,14 @@ AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
 #: CNN ball) projected at most 1.1e5 (4.6e5 with interval bounds).
 AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE = 300_000
 
+#: ... and under a time limit it gives up (checked as above) when at its rate so far the whole
+#: search would take more than this many times the time left. On the bundled digits CNN (ℓ∞ ball
+#: of radius 0.01 around test image 7, 60 s) the search projected 7.8 times the limit, under the
+#: node projection limit, and ran out the 60 s leaving the interval bound 1709; giving up at
+#: 500 nodes left the MIP [282.3, 297.1]. With a factor of 1, speed.py's [64,20,20,2] ℓ∞ ball
+#: (seed 0), whose search finishes in 9 s, gave up at 500 nodes and the MIP took 48 s.
+AUTO_REGION_LATE_FACTOR = 4.0
+
 AUTO_REGION_UNSTABLE_SHARE = 0.9
 
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
@@ -218,6 +226,7 @@ class Policy:
     auto_region_projected_limit: int
     auto_region_nodes_few_unstable: int
     auto_region_projected_limit_few_unstable: int
+    auto_region_late_factor: float
     auto_region_unstable_share: float
     attack_restarts: int
     attack_steps: int

@@ -70,12 +70,17 @@ class RegionOptions:
         projected_limit: give up early, at :data:`PROJECTION_START` nodes and at each doubling
             after, when the projected size of the whole search exceeds this many nodes (None:
             never). The projection is ``nodes / explored`` (see :class:`RegionSearch`).
+        late_factor: give up early too (checked as ``projected_limit``) when at its rate so
+            far the whole search would take more than this many times ``time_limit``
+            (``elapsed / explored`` seconds in all): for a search with a fallback that can use
+            the time better (None: never).
     """
 
     node_limit: int | None = None
     time_limit: float | None = None
     linear_bound: bool = True
     projected_limit: int | None = None
+    late_factor: float | None = None
 
 
 @dataclass
@@ -121,6 +126,7 @@ class _Walk:
         self.search = search
         self.lp = FeasibilityLP(search.box[0], search.box[1])
         self.options = options
+        self.start = start
         self.deadline = None if options.time_limit is None else start + options.time_limit
         self.progress = progress
         self.stack: list[Node] = []
@@ -158,14 +164,19 @@ class _Walk:
         :data:`PROJECTION_START` nodes and each doubling) a projected size ``nodes / explored``
         above ``projected_limit``."""
         options, nodes = self.options, self.search.nodes
+        late = options.late_factor is not None and self.deadline is not None
         if (
             not self.stopped
-            and options.projected_limit is not None
+            and (options.projected_limit is not None or late)
             and nodes >= self.next_projection
         ):
             self.next_projection *= 2
             # nodes / explored: the tree's size if the rest is like the part already closed
-            self.stopped = nodes > options.projected_limit * self.explored
+            if options.projected_limit is not None:
+                self.stopped = nodes > options.projected_limit * self.explored
+            if late:  # elapsed / explored: the whole search's time at this rate
+                budget = options.late_factor * (self.deadline - self.start)  # type: ignore[operator]
+                self.stopped |= time.perf_counter() - self.start > budget * self.explored
         return (
             self.stopped
             or (self.deadline is not None and time.perf_counter() > self.deadline)

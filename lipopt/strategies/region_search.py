@@ -77,12 +77,14 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
 def _limits(
     node: RegionSearch, left: float | None, few_unstable: bool, ctx: Context
 ) -> RegionOptions:
-    """The search's limits: the time left, and with a fallback and few neurons unstable the
-    larger node budget (and the larger projection limit)."""
+    """The search's limits: the time left (with a fallback, giving up when at its rate it would
+    take over ``auto_region_late_factor`` times it), and with a fallback and few neurons
+    unstable the larger node budget (and the larger projection limit)."""
     options = node.options
     if left is not None:
         time_limit = left if options.time_limit is None else min(left, options.time_limit)
-        options = replace(options, time_limit=time_limit)
+        late = ctx.policy.auto_region_late_factor if node.fallback is not None else None
+        options = replace(options, time_limit=time_limit, late_factor=late)
     if node.fallback is not None and few_unstable:
         budget = ctx.policy.auto_region_nodes_few_unstable
         projected = ctx.policy.auto_region_projected_limit_few_unstable
