@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import resource
 import sys
@@ -97,13 +96,9 @@ def _solve(case: tuple[int, float, str, float], queue: Any) -> None:
 
 def run_case(case: tuple[int, float, str, float]) -> dict[str, Any]:
     """One solve in a fresh (spawned) process."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_solve, args=(case, queue))
-    process.start()
-    row = queue.get()
-    process.join()
-    return row
+    from machine import in_fresh_process
+
+    return in_fresh_process(_solve, case)
 
 
 def _commit() -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing as mp
 import os
 import platform
+from collections.abc import Callable
+from typing import Any
 
 
 def cpu_name() -> str:
@@ -26,3 +29,15 @@ def run_stamp() -> str:
         f"{dt.date.today()}: {cpu_name()}, {os.cpu_count()} logical CPUs, {platform.system()}, "
         f"Python {platform.python_version()}"
     )
+
+
+def in_fresh_process(job: Callable[[Any, Any], None], args: Any) -> Any:
+    """``job(args, queue)`` in a spawned process; what it put on the queue (so peak memory is
+    that job's own)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    process = ctx.Process(target=job, args=(args, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    return result

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import multiprocessing as mp
 import os
 import platform
 import resource
@@ -204,13 +203,9 @@ def _job(args: tuple[str, str, int, str, str, float], queue: Any) -> None:
 
 def run_one(args: tuple[str, str, int, str, str, float]) -> Row:
     """One solve in a fresh process (peak memory is then this case's own)."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_job, args=(args, queue))
-    proc.start()
-    row = queue.get()
-    proc.join()
-    return row
+    from machine import in_fresh_process
+
+    return in_fresh_process(_job, args)
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
