@@ -126,7 +126,8 @@ def table(rows: list[dict[str, Any]], argv: list[str], stamp: str) -> str:
         f"Command: `python benchmarks/cnn.py {' '.join(argv)}`  ", f"Machine: {stamp}.  ",
         f"Code at commit {_commit()}.  ",
         "Network: `models/digits-cnn.onnx` (hidden widths 256, 256, 128, 128, 128, 64 after "
-        "compiling its max-pooling). c = the two top logits' difference; ℓ∞ balls; lipopt's "
+        "compiling its max-pooling); image -1: the 28×28 CNN of `mnist_sized_cnn` in LP mode. "
+        "c = the two top logits' difference; ℓ∞ balls; lipopt's "
         "defaults. Value = exact constant (optimal) or [lower, upper] at the limit. Model = "
         "variables / constraints / binaries of the MIP; stored = weight entries kept. "
         "Seconds: total (build). Peak memory in MB.", "",

@@ -135,6 +135,7 @@ class _Walk:
         self.stopped = False
         self.explored = 0.0  # Σ 2^-depth over the closed nodes
         self.next_projection = PROJECTION_START
+        self.next_late = 0.0  # when the projected time is next checked
 
     def run(self, root: Node) -> None:
         """Walk the tree from ``root`` until every node is closed or left open at a limit."""
@@ -162,21 +163,22 @@ class _Walk:
     def at_limit(self) -> bool:
         """Whether a limit stops the search: time, nodes, or (checked at
         :data:`PROJECTION_START` nodes and each doubling) a projected size ``nodes / explored``
-        above ``projected_limit``."""
+        above ``projected_limit``, or (from then on, also each tenth of the time limit) a
+        projected time ``elapsed / explored`` above ``late_factor`` times the limit."""
         options, nodes = self.options, self.search.nodes
-        late = options.late_factor is not None and self.deadline is not None
-        if (
-            not self.stopped
-            and (options.projected_limit is not None or late)
-            and nodes >= self.next_projection
-        ):
+        if not self.stopped and nodes >= self.next_projection:
             self.next_projection *= 2
+            self.next_late = 0.0  # check the time now too
             # nodes / explored: the tree's size if the rest is like the part already closed
             if options.projected_limit is not None:
                 self.stopped = nodes > options.projected_limit * self.explored
-            if late:  # elapsed / explored: the whole search's time at this rate
-                budget = options.late_factor * (self.deadline - self.start)  # type: ignore[operator]
-                self.stopped |= time.perf_counter() - self.start > budget * self.explored
+        if options.late_factor is not None and self.deadline is not None and not self.stopped:
+            now = time.perf_counter()
+            if nodes >= PROJECTION_START and now >= self.next_late:
+                budget = self.deadline - self.start
+                self.next_late = now + budget / 10.0
+                # elapsed / explored: the whole search's time at this rate
+                self.stopped = now - self.start > options.late_factor * budget * self.explored
         return (
             self.stopped
             or (self.deadline is not None and time.perf_counter() > self.deadline)
