@@ -3,7 +3,8 @@ place (:func:`lipopt.driver.to_result`) from the plan's :class:`~lipopt.bracket.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,9 +79,14 @@ class LipschitzResult:
         return float(sum(self.timings.values()))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (the CLI's ``--json`` object)."""
-        out = asdict(self)
-        out.pop("model")
+        """A JSON-ready dictionary (the CLI's ``--json`` object).
+
+        Built field by field, never with :func:`dataclasses.asdict`: that deep-copies every
+        field, the Pyomo ``model`` included, which cost more than the solve on larger networks.
+        """
+        out = {
+            f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "model"
+        }
         out.update(out.pop("model_stats"))
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
         out["c"] = None if self.c is None else [float(v) for v in self.c]
