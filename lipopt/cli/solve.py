@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ from lipopt.cli.common import _add_problem_arguments, _add_switch, _progress, do
 from lipopt.cli.exits import exit_status
 from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
-from lipopt.lipschitz import LipschitzResult, lipschitz
+from lipopt.lipschitz import LipschitzResult, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.progress import counted
 from lipopt.schema import TIMING_KEYS
@@ -280,41 +281,31 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     return "\n".join(lines)
 
 
+def _solve_options(args: argparse.Namespace, progress: Callable[[str], None]) -> dict[str, Any]:
+    """The keyword options of :func:`lipopt.lipschitz` that ``lipopt solve`` passes on."""
+    names = (
+        "solver", "mode", "time_limit", "gap", "threads", "verbose", "bounds", "split",
+        "decompose", "regions", "formulation", "workers", "subnet_bounds", "attack",
+        "sign_split", "gate_split", "split_leader", "products",
+    )  # fmt: skip
+    return {name: getattr(args, name) for name in names} | {"progress": progress}
+
+
 def run_solve(args: argparse.Namespace) -> int:
-    """Solve, then print the summary or the JSON; 0 when answered."""
+    """Check every option, then solve and print the summary or the JSON; 0 when answered."""
     say = _progress(args.quiet)
     network = load_onnx(args.model)
     domain = domain_from_args(args, network)
     c = load_vector(args.c, "--c") if args.c is not None else None
+    options = _solve_options(args, say)
+    checked = {key: value for key, value in options.items() if key != "progress"}
+    check_arguments(network, domain, args.norm, c, output_norm=args.output_norm, **checked)
     solver = args.solver
     if registry.is_auto(solver):
         solver = "auto (HiGHS; SCIP on the backward model if the two formulations race)"
     say(f"loaded {args.model}: widths {list(network.widths)}; solving with {solver}...")
     result = lipschitz(
-        network,
-        domain,
-        norm=args.norm,
-        c=c,
-        output_norm=args.output_norm,
-        solver=args.solver,
-        mode=args.mode,
-        time_limit=args.time_limit,
-        gap=args.gap,
-        threads=args.threads,
-        verbose=args.verbose,
-        progress=say,
-        bounds=args.bounds,
-        split=args.split,
-        decompose=args.decompose,
-        regions=args.regions,
-        formulation=args.formulation,
-        workers=args.workers,
-        subnet_bounds=args.subnet_bounds,
-        attack=args.attack,
-        sign_split=args.sign_split,
-        gate_split=args.gate_split,
-        split_leader=args.split_leader,
-        products=args.products,
+        network, domain, norm=args.norm, c=c, output_norm=args.output_norm, **options
     )
     if args.json:
         out = result.to_dict()
