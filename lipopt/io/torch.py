@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import warnings
 from typing import Any
 
@@ -50,4 +51,20 @@ def from_torch(module: Any, example_input: Any) -> Network:
         raise OnnxImportError(f"torch could not export the module: {exc}") from None
     finally:
         module.train(was_training)
-    return load_onnx(buffer.getvalue())
+    try:
+        return load_onnx(buffer.getvalue())
+    except OnnxImportError as exc:
+        raise OnnxImportError(_name_module_class(str(exc), module)) from None
+
+
+def _name_module_class(message: str, module: Any) -> str:
+    """``message`` with the class of the torch module it names (``in torch module '1'`` ->
+    ``in torch module '1' (GELU)``), so a refused activation is recognised at once."""
+    found = re.search(r"in torch module '([^']+)'", message)
+    if found is None:
+        return message
+    try:
+        kind = type(module.get_submodule(found.group(1))).__name__
+    except (AttributeError, TypeError):  # a name torch made up, not a submodule's path
+        return message
+    return message.replace(found.group(0), f"{found.group(0)} ({kind})", 1)

@@ -71,8 +71,26 @@ OP_HANDLERS: dict[str, Handler] = {
 }
 """One handler per supported ONNX op (default domain)."""
 
+_SMOOTH = (
+    "lipopt computes exact constants of piecewise-linear networks (ReLU, LeakyReLU, PReLU, "
+    "Clip, MaxPool): replace this activation by one of those, or bound the smooth network with "
+    "another tool"
+)
+
 HINTS = {
     "Softmax": "the network must end in logits: export the model without the final Softmax",
     "LogSoftmax": "the network must end in logits: export the model without the final LogSoftmax",
+    # torch exports nn.GELU as x * (1 + erf(x / sqrt 2)) / 2 below opset 20: name the module
+    "Erf": f"this is a GELU activation (x·Φ(x), exported through Erf), which is smooth; {_SMOOTH}",
+    "Gelu": f"GELU is a smooth activation; {_SMOOTH}",
+    "Tanh": f"tanh is a smooth activation; {_SMOOTH}",
+    "Sigmoid": f"the sigmoid is a smooth activation; {_SMOOTH}",
+    "Softplus": f"softplus is a smooth activation; {_SMOOTH}",
+    "Elu": f"ELU is a smooth activation; {_SMOOTH}",
+    "Selu": f"SELU is a smooth activation; {_SMOOTH}",
+    "Celu": f"CELU is a smooth activation; {_SMOOTH}",
+    "Mish": f"Mish is a smooth activation; {_SMOOTH}",
+    "HardSigmoid": "hard sigmoid (and hard swish) are not supported yet; Clip is",
+    "HardSwish": "hard swish multiplies the input by a gate, a product lipopt cannot encode",
 }
 """Advice appended to the error for an unsupported op."""

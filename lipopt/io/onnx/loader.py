@@ -195,8 +195,20 @@ def _unsupported(ctx: NodeContext) -> OnnxImportError:
         f"unsupported ONNX op '{op}' at node {ctx.label} "
         f"(supported: {', '.join(sorted(OP_HANDLERS))})"
     )
+    module = _torch_module(node.name)
+    if module:
+        message = f"{message}, in torch module {module!r}"
     hint = HINTS.get(node.op_type)
     return OnnxImportError(f"{message}; {hint}" if hint else message)
+
+
+def _torch_module(node_name: str) -> str:
+    """The PyTorch module path a node came from, read off torch's exporter's node names
+    (``/features/act/Erf`` -> ``features.act``); empty for other names."""
+    parts = node_name.split("/")
+    if len(parts) < 3 or parts[0] != "":
+        return ""
+    return ".".join(part for part in parts[1:-1] if part)
 
 
 def _node_inputs(ctx: NodeContext, values: dict[str, Value]) -> list[Value | None]:
