@@ -213,9 +213,27 @@ def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
         output_norm=query.output_norm,
         nodes=bracket.nodes,
         refinements=bracket.refinements,
-        message=bracket.message,
+        message=bracket.message or status_note(bracket),
         model=bracket.model,
     )
+
+
+#: what an answer that did not finish means, where no strategy left a note of its own
+STATUS_NOTES = {
+    "time_limit": "stopped at the time limit before the bounds met",
+    "interrupted": "interrupted before the bounds met",
+}
+
+
+def status_note(bracket: Bracket) -> str:
+    """A one-line note for an unfinished answer that came without one: why it stopped and the
+    interval the constant is proven to lie in (empty for an exact answer)."""
+    why = STATUS_NOTES.get(bracket.status)
+    if why is None:
+        return ""
+    if bracket.lower is None:
+        return f"{why}: the constant is at most {bracket.upper:.6g} (no attained value)"
+    return f"{why}: the constant is in [{bracket.lower:.6g}, {bracket.upper:.6g}]"
 
 
 __all__ = ["DRIVER", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "to_result"]
