@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -315,3 +316,15 @@ def test_a_problem_that_looks_hard_under_a_short_time_limit_still_brackets_the_c
     sampled = dual_norm(net.gradients(box.sample(20_000, rng), c), "linf").max()
     assert sampled <= res.upper * (1 + 1e-9)
     assert dual_norm(net.gradients(res.witness, c), "linf") == pytest.approx(res.lower)
+
+
+def test_a_raced_answer_says_how_long_the_race_ran(race_at_once):
+    """``timings["race"]`` is the race's time beyond the answering racer's own stages (so the
+    timings add up to the wall time); the note gives the race's whole wall time (issue 44)."""
+    net = random_network(np.random.default_rng(16), [3, 10, 10, 2])
+    box = Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    res = lipschitz(net, box, c=[1.0, -1.0], split=False, regions=False)
+    found = re.search(r"the race ran (\d+\.\d) s", res.message)
+    assert found is not None, res.message
+    stages = sum(v for k, v in res.timings.items() if k != "probe")
+    assert float(found.group(1)) == pytest.approx(stages, abs=0.1 + 0.05 * stages)

@@ -147,11 +147,13 @@ def _race(
         return _split_leader(
             problem, answers, racer, left, earlier, dict(timings_before, race=race_seconds)
         )
+    # timings["race"] is the race's time beyond the answering racer's own stages (so the
+    # timings add up to the wall time); the note gives the race's whole wall time
     note = (
         f"the {winner} model finished first of the two raced"
         if winner is not None
         else "neither raced model finished; best bounds of both kept"
-    )
+    ) + f" (the race ran {race_seconds:.1f} s)"
     return noted(meet([result, *earlier]), timings, note, say)
 
 
