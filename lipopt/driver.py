@@ -9,6 +9,7 @@ and turn the :class:`~lipopt.bracket.Bracket` into a :class:`~lipopt.result.Lips
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -105,14 +106,17 @@ def answer(
     unknown = sorted(set(levers) - set(LEVER_DEFAULTS))
     if unknown:  # what Python says of lipschitz() called with that keyword
         raise TypeError(f"lipschitz() got an unexpected keyword argument {unknown[0]!r}")
+    started = time.perf_counter()
     load_for_solving()
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)
     node = plan(query, config, here(policy, config, query), policy)
     ctx = context(progress, policy)
+    # the limit bounds the whole call: loading and the work after the strategies count too
+    limit = policy.for_strategies(config.time_limit, time.perf_counter() - started)
     try:
-        bracket = DRIVER.run(node, query, config.time_limit, ctx)
+        bracket = DRIVER.run(node, query, limit, ctx)
     except (SolverFailure, NoBoundError) as err:
         if err.bracket is None:  # nothing proven on the way: the interval bounds' bracket
             err.bracket = propagated_floor(query, None, {})

@@ -114,7 +114,10 @@ def lipschitz(
             (``formulation="auto"``) the backward model is solved by SCIP
             (:data:`AUTO_RACE_SOLVERS`; HiGHS alone when SCIP is not installed).
         mode: ``"exact"`` (the MIP) or ``"lp"`` (its LP relaxation: an upper bound only).
-        time_limit: seconds; on expiry the best proven bound and incumbent are returned.
+        time_limit: seconds for the whole call, loading the solvers and checking the answer
+            included (the strategies stop ``FINISH_RESERVE_SHARE`` of it early, at most
+            ``FINISH_RESERVE_SECONDS``, lipopt.policy); on expiry the best proven bound and
+            incumbent are returned.
         gap: stop at this relative gap (e.g. 0.05); the answer is then bracketed.
         threads: solver threads.
         verbose: show the solver's log.

@@ -147,6 +147,14 @@ LIMIT_SLACK_SHARE = 0.05
 
 LIMIT_SLACK_SECONDS = 1.0
 
+#: seconds of a query's time limit kept back from its strategies for the work after them
+#: (finding an attained value where none was, checking the witness's region, the result): this
+#: share of the limit, at most FINISH_RESERVE_SECONDS. A [2000,2000,1] ball under a 20 s limit
+#: spent about 3 s there on a loaded machine, past the limit (issue 44).
+FINISH_RESERVE_SHARE = 0.05
+
+FINISH_RESERVE_SECONDS = 2.0
+
 #: seconds per network weight to build a model in Pyomo, a step that cannot be interrupted:
 #: with a time limit, a model whose build would not fit in the time left is not built, and the
 #: answer is the bounds' (measured for both formulations on unit boxes: [200,500,500,1]
@@ -252,6 +260,8 @@ class Policy:
     decisive_ratio: float
     limit_slack_share: float
     limit_slack_seconds: float
+    finish_reserve_share: float
+    finish_reserve_seconds: float
     build_seconds_per_weight: float
     presolve_seconds_per_weight: float
     presolve_limit_share: float
@@ -261,6 +271,14 @@ class Policy:
     def slack(self, limit: float | None) -> float:
         """Seconds a step waits for its workers past ``limit``."""
         return self.limit_slack_seconds + self.limit_slack_share * (limit or 0.0)
+
+    def for_strategies(self, limit: float | None, spent: float) -> float | None:
+        """What is left of a query's ``limit`` for its strategies, ``spent`` seconds in: less
+        the reserve for the work after them, and never below a hundredth of the limit."""
+        if limit is None:
+            return None
+        reserve = min(self.finish_reserve_share * limit, self.finish_reserve_seconds)
+        return max(limit - spent - reserve, 0.01 * limit)
 
     @classmethod
     def current(cls) -> Policy:

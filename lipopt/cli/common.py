@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from lipopt.domain import Domain, DomainError, parse_ball, parse_box
 from lipopt.network import Network
+
+#: when this module was imported: the start of the clock where the kernel's is not readable
+_IMPORTED = time.monotonic()
 
 
 def _add_problem_arguments(
@@ -90,3 +95,24 @@ def _progress(quiet: bool) -> Callable[[str], None]:
             print(f"lipopt: {message}", file=sys.stderr, flush=True)
 
     return say
+
+
+def process_seconds() -> float:
+    """Seconds since this process started (Python's start-up and imports included), from the
+    kernel's record of the process (Linux), else since :mod:`lipopt.cli` was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            now = float(uptime.read().split()[0])
+        return max(now - int(fields[19]) / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic() - _IMPORTED
+
+
+def limit_left(time_limit: float | None) -> float | None:
+    """What is left of a command's ``--time-limit`` for :func:`lipopt.lipschitz`: the limit
+    bounds the whole command, start-up included (never less than a hundredth of it)."""
+    if time_limit is None or time_limit <= 0:
+        return time_limit  # no limit, or one the checks refuse as it was given
+    return max(time_limit - process_seconds(), 0.01 * time_limit)

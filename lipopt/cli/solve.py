@@ -9,7 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from lipopt.cli.common import _add_problem_arguments, _add_switch, _progress, domain_from_args
+from lipopt.cli.common import (
+    _add_problem_arguments,
+    _add_switch,
+    _progress,
+    domain_from_args,
+    limit_left,
+)
 from lipopt.cli.exits import exit_status
 from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
@@ -300,6 +306,7 @@ def run_solve(args: argparse.Namespace) -> int:
     options = _solve_options(args, say)
     checked = {key: value for key, value in options.items() if key != "progress"}
     check_arguments(network, domain, args.norm, c, output_norm=args.output_norm, **checked)
+    options["time_limit"] = limit_left(args.time_limit)  # start-up counts against the limit
     solver = args.solver
     if registry.is_auto(solver):
         solver = "auto (HiGHS; SCIP on the backward model if the two formulations race)"
