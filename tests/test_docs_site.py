@@ -93,8 +93,7 @@ def test_math_is_marked_for_mathjax_and_mathjax_is_loaded(site):
 def test_no_page_shows_a_raw_sphinx_role(site):
     shown = [site.root / "search" / "search_index.json", *site.root.rglob("*.html")]
     raw = {
-        path.relative_to(site.root).as_posix(): RAW_ROLE.findall(path.read_text())
-        for path in shown
+        path.relative_to(site.root).as_posix(): RAW_ROLE.findall(path.read_text()) for path in shown
     }
     raw = {path: roles for path, roles in raw.items() if roles}
     assert not raw, raw
