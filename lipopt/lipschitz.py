@@ -105,7 +105,8 @@ def lipschitz(
         network: the ReLU network.
         domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall`, :class:`~lipopt.L1Ball` or
             :class:`~lipopt.L2Ball`.
-        norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``) or ``"l1"`` (``max ||∇||_∞``).
+        norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``), ``"l1"`` (``max ||∇||_∞``)
+            or ``"l2"`` (``max ||∇||_2``).
         c: output weighting; optional for one-output networks.
         output_norm: instead of c, the output norm β of the (α, β) constant: ``"abs"``,
             ``"l1"``, ``"linf"`` or ``"cross"`` (paper appendix E).

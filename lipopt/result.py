@@ -27,8 +27,10 @@ class LipschitzResult:
             ``status == "optimal"``.
         lower: ``||∇(c^T f)(witness)||_{α*}`` recomputed in numpy: attained, so a lower bound.
         upper: same as ``value``.
-        status: ``optimal``, ``gap_limit``, ``time_limit``, ``solver_error`` (the solver failed;
-            the bounds are those proven before it), ``interrupted`` or ``relaxation``.
+        status: ``optimal``, ``upper_bound`` (the solvers finished but their optimum could not be
+            shown attained: ``[lower, value]`` brackets the constant), ``gap_limit``,
+            ``time_limit``, ``solver_error`` (the solver failed; the bounds are those proven
+            before it), ``interrupted`` or ``relaxation``.
         witness: the input where ``lower`` is attained (f is differentiable there).
         exact_certified: the witness's linear region is full-dimensional inside the domain and
             its gradient norm matches ``value``, so the value is attained — exact for any network.
