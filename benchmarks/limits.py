@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python benchmarks/limits.py                       # -> results/limits.md
     PYTHONPATH=. python benchmarks/limits.py --sizes 2,8,8,1 --limits 5    # a subset, printed
+    PYTHONPATH=. python benchmarks/limits.py --sizes 2000,2000,1 --limits 20 --load 2 \
+        --vs ../before --out benchmarks/results/limits_load.md    # on a loaded machine (issue 44)
 
 For each network size (He-normal weights, N(0, 0.5²) biases, one output, seed 0; the last, of
 3 inputs, takes the domain-split path) and each time
@@ -17,11 +19,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +56,33 @@ def target(limit: float) -> float:
     return limit * 1.1 + 2.0
 
 
-def run_one(model: Path, limit: float) -> dict[str, object]:
-    """One solve in a fresh process: wall seconds, peak memory, and the answer's bracket."""
+@contextmanager
+def busy(processes: int) -> Iterator[None]:
+    """``processes`` busy loops on the machine while the block runs: a loaded machine."""
+    spinning = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)
+    ]
+    try:
+        yield
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+
+
+def run_one(model: Path, limit: float, checkout: Path = ROOT) -> dict[str, object]:
+    """One solve in a fresh process (lipopt imported from ``checkout``): wall seconds, peak
+    memory, and the answer's bracket."""
     command = [sys.executable, "-m", "lipopt.cli", "solve", str(model), "--box", "0,1"]
     command += ["--time-limit", f"{limit:g}", "--json", "--quiet"]
+    env = dict(os.environ, PYTHONPATH=str(checkout))
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS, *command], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-c", PEAK_RSS, *command],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        env=env,
     )
     wall = time.perf_counter() - start
     peak_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
@@ -74,17 +99,18 @@ def run_one(model: Path, limit: float) -> dict[str, object]:
 
 
 def table(rows: list[tuple[list[int], float, dict[str, object]]]) -> list[str]:
-    """The markdown rows."""
+    """The markdown rows (a row's ``code`` names the checkout that ran it, where several did)."""
     lines = [
-        "| widths | limit (s) | wall (s) | target (s) | kept | status | upper | lower | witness "
-        "| peak MB |",
-        "|---|---:|---:|---:|---|---|---:|---:|---|---:|",
+        "| widths | code | limit (s) | wall (s) | target (s) | kept | status | upper | lower "
+        "| witness | peak MB |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|---|---:|",
     ]
     for widths, limit, row in rows:
         wall = float(row["wall"])  # type: ignore[arg-type]
         lower = row.get("lower")
         lines.append(
-            f"| {widths} | {limit:g} | {wall:.1f} | {target(limit):.1f} | "
+            f"| {widths} | {row.get('code', 'this')} | {limit:g} | {wall:.1f} | "
+            f"{target(limit):.1f} | "
             f"{'yes' if wall <= target(limit) else '**no**'} | {row.get('status', row['exit'])} | "
             f"{row.get('upper', float('nan')):.6g} | "
             f"{'-' if lower is None else f'{lower:.6g}'} | "
@@ -98,27 +124,35 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="*", help="widths like 2,8,8,1 (default: all four)")
     parser.add_argument("--limits", help="comma-separated seconds (default 5,20,60)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "limits.md"))
+    parser.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
+    parser.add_argument("--vs", help="another checkout, run in turn with this one (before/after)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each row")
     args = parser.parse_args()
     sizes = [[int(w) for w in s.split(",")] for s in args.sizes] if args.sizes else SIZES
     limits = [float(x) for x in args.limits.split(",")] if args.limits else LIMITS
-    subset = bool(args.sizes or args.limits)
+    subset = bool(args.sizes or args.limits) and "--out" not in sys.argv
+    checkouts = {"this": ROOT} | ({"vs": Path(args.vs).resolve()} if args.vs else {})
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, busy(args.load):
         for widths in sizes:
             net = random_network(np.random.default_rng(0), widths)
             model = save_onnx(net, Path(tmp) / ("x".join(map(str, widths)) + ".onnx"))
             for limit in limits:
-                row = run_one(model, limit)
-                rows.append((widths, limit, row))
-                print(table([(widths, limit, row)])[-1], flush=True)
+                for _ in range(args.repeat):
+                    for code, checkout in checkouts.items():
+                        row = {**run_one(model, limit, checkout), "code": code}
+                        rows.append((widths, limit, row))
+                        print(table([(widths, limit, row)])[-1], flush=True)
     lines = [
-        "# Time limits kept: overshoot and peak memory (issue 32)",
+        "# Time limits kept: overshoot and peak memory (issues 32, 44)",
         "",
-        f"`PYTHONPATH=. python benchmarks/limits.py` on {dt.date.today()}, {cpu_name()} "
-        f"({platform.machine()}), Python {platform.python_version()}. Each row is one fresh "
-        "`lipopt solve net.onnx --box 0,1 --time-limit L --json` (unit box, ℓ∞ input norm, "
-        "defaults otherwise); the target is `L + 10 % + 2 s`, start-up and loading included. "
-        "Peak MB: the largest process of the command (the command or one of its racers).",
+        f"`PYTHONPATH=. python {' '.join(['benchmarks/limits.py', *sys.argv[1:]])}` on "
+        f"{dt.date.today()}, {cpu_name()} ({platform.machine()}), {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, with {args.load} busy processes running meanwhile. Each "
+        "row is one fresh `lipopt solve net.onnx --box 0,1 --time-limit L --json` (unit box, "
+        "ℓ∞ input norm, defaults otherwise); the target is `L + 10 % + 2 s`, start-up and "
+        "loading included. Peak MB: the largest process of the command (the command or one of "
+        "its racers). Code: `this` checkout, or `vs` (the one named by --vs), run in turn.",
         "",
         *table(rows),
         "",
