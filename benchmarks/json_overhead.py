@@ -8,8 +8,9 @@
 answer carries: on the bundled digits CNN under a 30 s limit ``--json`` took 84.9 s against 33 s.
 Each run is a fresh ``lipopt solve models/digits-cnn.onnx`` over an ℓ∞ ball of radius 0.05
 around a test image (the whole output vector, ℓ∞ output norm), ``--time-limit L``, with and
-without ``--json`` in turn, then a one-row ``lipopt batch`` of the same query; the promise is that the JSON costs within 5 % + 0.5 s of
-the text output. Medians of the wall times, and the ratio of each pair's.
+without ``--json`` in turn, then a one-row ``lipopt batch`` of the same query; the promise is
+that the JSON costs within 5 % + 0.5 s of the text output. Medians of the wall times, and the
+ratio of each pair's.
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ def main() -> None:
         f"`PYTHONPATH=. python {' '.join(['benchmarks/json_overhead.py', *sys.argv[1:]])}` on "
         f"{run_stamp()}. The bundled digits CNN, ℓ∞ ball of radius 0.05 around test image 0, "
         "ℓ∞ output norm, each command a fresh process, in turn; `batch` is a one-row "
-        "`lipopt batch` of the same query (its timeout column = the limit). Ratio: the median of each run's wall over the text "
-        "run's beside it. Within: at most 5 % + 0.5 s over the text output.",
+        "`lipopt batch` of the same query (its timeout column = the limit). Ratio: the median "
+        "of each run's wall over the text run's beside it. Within: at most 5 % + 0.5 s over "
+        "the text output.",
         "",
         "| code | output | limit (s) | runs | median wall (s) | ratio to text | within |",
         "|---|---|---:|---:|---:|---:|---|",
