@@ -197,8 +197,34 @@ def _record() -> dict[str, Any]:
 def test_lipschitz_reproduces_the_characterisation(case: str, config: str) -> None:
     want = _record()[f"{case} / {config}"]
     got = observe(case, config)
-    diffs = compare(got, want, config in PARALLEL)
+    gap = CONFIGS[config].get("gap")
+    if gap is not None and "error" not in want and "error" not in got:
+        diffs = compare_within_gap(got, want, gap)
+    else:
+        diffs = compare(got, want, config in PARALLEL)
     assert not diffs, "\n".join(diffs)
+
+
+def compare_within_gap(got: dict[str, Any], want: dict[str, Any], gap: float) -> list[str]:
+    """A solve stopped at a relative gap: where the solver stops inside the gap depends on its
+    path, which floating-point differences between processors change (the record's 'gap' rows
+    were made on another machine, and four differ on this one). Both answers must have finished
+    (optimal or within the gap), their brackets must overlap, and what the user is told of the
+    problem (stages, solver, progress) must be the same."""
+    diffs = []
+    for name, seen in (("got", got), ("want", want)):
+        if seen["status"] not in ("optimal", "gap_limit"):
+            diffs.append(f"{name}: status {seen['status']!r} did not finish")
+        low, high = seen["lower"], seen["upper"]
+        if low is None or high - low > (gap + 1e-6) * max(abs(high), 1e-12):
+            diffs.append(f"{name}: bracket [{low}, {high}] wider than the gap {gap}")
+    if got["lower"] is not None and want["lower"] is not None:
+        if max(got["lower"], want["lower"]) > min(got["upper"], want["upper"]) + 1e-6:
+            diffs.append(f"brackets do not overlap: {got} vs {want}")
+    for key in ("stages", "solver", "progress"):
+        if got[key] != want[key]:
+            diffs.append(f"{key}: {got[key]!r} != {want[key]!r}")
+    return diffs
 
 
 def test_characterisation_covers_every_lever() -> None:
