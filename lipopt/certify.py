@@ -36,6 +36,8 @@ from lipopt.network import Network
 from lipopt.norms import OutputNorm
 from lipopt.split import gradient_box_norm
 
+#: the balls a radius is certified in
+Ball = LinfBall | L1Ball | L2Ball
 #: the norm of each ball, in which its radius is certified
 BALL_NORMS: dict[type, str] = {LinfBall: "linf", L1Ball: "l1", L2Ball: "l2"}
 #: the status of a constant left unsolved because the call's total time limit was spent: its
@@ -96,7 +98,7 @@ class _Constants:
     the total)``, or, once the total is spent, bounded by interval bounds without a solve."""
 
     def __init__(
-        self, network: Network, ball: Any, norm: str, options: dict[str, Any], deadline: float
+        self, network: Network, ball: Ball, norm: str, options: dict[str, Any], deadline: float
     ) -> None:
         self.network, self.ball, self.norm = network, ball, norm
         self.options, self.deadline = options, deadline
@@ -121,7 +123,11 @@ class _Constants:
 
 
 def interval_constant(
-    network: Network, ball: Any, norm: str, c: ArrayLike | None = None, output_norm: Any = None
+    network: Network,
+    ball: Ball,
+    norm: str,
+    c: ArrayLike | None = None,
+    output_norm: str | None = None,
 ) -> float:
     """A proven upper bound on the constant without a solve: the largest dual norm over the
     interval box of the input gradient (of ``c^T f``, or of ``J^T w`` over the output norm's
@@ -134,7 +140,7 @@ def interval_constant(
 
 def check_certify(
     network: Network,
-    ball: Any,
+    ball: Ball,
     method: CertifyMethod | str = CertifyMethod.CROSS,
     total_time_limit: float | None = None,
     **solve_options: Any,
@@ -165,7 +171,7 @@ def check_certify(
 
 def certify(
     network: Network,
-    ball: LinfBall | L1Ball | L2Ball,
+    ball: Ball,
     method: CertifyMethod | str = CertifyMethod.CROSS,
     *,
     total_time_limit: float | None = None,
