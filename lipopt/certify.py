@@ -33,7 +33,7 @@ from lipopt.bounds.interval import interval_bounds
 from lipopt.domain import L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
-from lipopt.norms import OutputNorm
+from lipopt.norms import InputNorm, OutputNorm
 from lipopt.split import gradient_box_norm
 
 #: the balls a radius is certified in
@@ -135,7 +135,7 @@ def interval_constant(
     seed: Any = OutputNorm.parse(output_norm) if output_norm is not None else c
     if seed is None:
         seed = np.ones(1)
-    return gradient_box_norm(interval_bounds(network, ball, seed), norm)
+    return gradient_box_norm(interval_bounds(network, ball, seed), InputNorm.parse(norm))
 
 
 def check_certify(
