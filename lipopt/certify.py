@@ -11,24 +11,38 @@ Proposition 7 gives ``cross <= naive <= pairwise``. Every L used is a certified 
 solver's proven bound), so each radius is certified even when a solve is stopped early. The
 constant holds over the domain (the requested ball around x), so the certified set is the part
 of that ball within ``r`` of x; a radius beyond the ball's is capped at it.
+
+Time: ``time_limit`` bounds each constant's solve; ``total_time_limit`` bounds the whole call,
+each constant getting ``min(time_limit, what is left)``. Once the total is spent, the constants
+left are not solved but bounded by interval bound propagation (FastLip: the largest dual norm
+over the gradient's interval box, a proven upper bound), with status :data:`BUDGET_SPENT`.
 """
 
 from __future__ import annotations
 
+import numbers
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from lipopt.bounds.interval import interval_bounds
 from lipopt.domain import L1Ball, L2Ball, LinfBall
-from lipopt.lipschitz import LipschitzError, lipschitz
+from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm
+from lipopt.split import gradient_box_norm
 
+#: the balls a radius is certified in
+Ball = LinfBall | L1Ball | L2Ball
 #: the norm of each ball, in which its radius is certified
 BALL_NORMS: dict[type, str] = {LinfBall: "linf", L1Ball: "l1", L2Ball: "l2"}
+#: the status of a constant left unsolved because the call's total time limit was spent: its
+#: value is the interval bound (a proven upper bound), so the radius stays certified
+BUDGET_SPENT = "total_time_limit"
 
 
 class CertifyMethod(str, Enum):
@@ -44,14 +58,19 @@ class CertifyResult:
     Attributes:
         predicted: the predicted class (binary: 1 if f(x) > 0 else 0).
         margins: ``f_i(x) - f_j(x)`` per other class j (binary: ``{"|f|": |f(x)|}``).
-        lipschitz: the constants used, by name (``"cross"``, ``"i-j"`` pairs, or ``"f"``).
+        lipschitz: the constants used, by name (``"cross"``, ``"i-j"`` pairs, or ``"f"``):
+            each a proven upper bound, the exact constant where ``exact`` says so.
         radius: the certified radius in the input norm (capped at the ball's radius).
         uncapped_radius: margin / constant before capping.
         ball_radius: the radius of the requested ball.
         certified_ball: every point of the requested ball keeps the predicted class.
         capped: the radius was larger than the ball and was capped.
-        method, norm: how it was computed; ``statuses``: solver status of each constant.
+        method, norm: how it was computed; ``statuses``: solver status of each constant
+            (:data:`BUDGET_SPENT` where it was bounded without a solve).
         seconds: total time.
+        lower: per constant, the value attained at a point (a lower bound), or None.
+        exact: per constant, whether it is exact (status ``optimal``) rather than a bracket.
+        total_time_limit: the time limit of the whole call, or None.
     """
 
     predicted: int
@@ -66,15 +85,96 @@ class CertifyResult:
     norm: str
     statuses: dict[str, str]
     seconds: float
+    lower: dict[str, float | None] = field(default_factory=dict)
+    exact: dict[str, bool] = field(default_factory=dict)
+    total_time_limit: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+class _Constants:
+    """The constants of one certificate: each solved within ``min(time_limit, what is left of
+    the total)``, or, once the total is spent, bounded by interval bounds without a solve."""
+
+    def __init__(
+        self, network: Network, ball: Ball, norm: str, options: dict[str, Any], deadline: float
+    ) -> None:
+        self.network, self.ball, self.norm = network, ball, norm
+        self.options, self.deadline = options, deadline
+        self.values: dict[str, float] = {}
+        self.statuses: dict[str, str] = {}
+        self.lower: dict[str, float | None] = {}
+
+    def __call__(self, name: str, **objective: Any) -> float:
+        """The constant ``name`` of ``c^T f`` (``c=...``) or under ``output_norm=...``."""
+        left = self.deadline - time.perf_counter()
+        if left <= 0:
+            value = interval_constant(self.network, self.ball, self.norm, **objective)
+            self.values[name], self.statuses[name], self.lower[name] = value, BUDGET_SPENT, None
+            return value
+        options = dict(self.options)
+        if left != float("inf"):
+            limit = options.get("time_limit")
+            options["time_limit"] = left if limit is None else min(limit, left)
+        res = lipschitz(self.network, self.ball, norm=self.norm, **objective, **options)
+        self.values[name], self.statuses[name], self.lower[name] = res.value, res.status, res.lower
+        return res.value
+
+
+def interval_constant(
+    network: Network,
+    ball: Ball,
+    norm: str,
+    c: ArrayLike | None = None,
+    output_norm: str | None = None,
+) -> float:
+    """A proven upper bound on the constant without a solve: the largest dual norm over the
+    interval box of the input gradient (of ``c^T f``, or of ``J^T w`` over the output norm's
+    dual ball)."""
+    seed: Any = OutputNorm.parse(output_norm) if output_norm is not None else c
+    if seed is None:
+        seed = np.ones(1)
+    return gradient_box_norm(interval_bounds(network, ball, seed), InputNorm.parse(norm))
+
+
+def check_certify(
+    network: Network,
+    ball: Ball,
+    method: CertifyMethod | str = CertifyMethod.CROSS,
+    total_time_limit: float | None = None,
+    **solve_options: Any,
+) -> tuple[str, CertifyMethod]:
+    """Raise the error :func:`certify` would raise for these arguments, without solving; the
+    ball's norm and the method."""
+    norm = BALL_NORMS.get(type(ball))
+    if norm is None:
+        raise LipschitzError("certify needs a ball around the input (--center and --radius)")
+    try:
+        how = CertifyMethod(method)
+    except ValueError:
+        choices = "cross, pairwise or naive"
+        raise LipschitzError(f"unknown method {method!r}; choose {choices}") from None
+    total = total_time_limit
+    if total is not None and (
+        isinstance(total, bool) or not isinstance(total, numbers.Real) or not total > 0
+    ):
+        raise LipschitzError(f"total time limit must be positive, got {total!r}")
+    m = network.output_dim
+    objective: dict[str, Any] = {}
+    if m > 1:
+        pair = np.eye(m)[0] - np.eye(m)[1]
+        objective = {"output_norm": "cross"} if how is CertifyMethod.CROSS else {"c": pair}
+    check_arguments(network, ball, norm, **objective, **solve_options)
+    return norm, how
+
+
 def certify(
     network: Network,
-    ball: LinfBall | L1Ball | L2Ball,
+    ball: Ball,
     method: CertifyMethod | str = CertifyMethod.CROSS,
+    *,
+    total_time_limit: float | None = None,
     **solve_options: Any,
 ) -> CertifyResult:
     """The certified radius around ``ball.center`` w.r.t. the ball's own norm.
@@ -84,23 +184,19 @@ def certify(
         ball: the ℓ∞, ℓ1 or ℓ2 ball around the input x; constants are taken over it, in the
             ball's own norm (the ℓ2 ball: the exact ℓ2 constant, :mod:`lipopt.formulation.l2`).
         method: ``cross``, ``pairwise`` or ``naive`` (ignored for one output).
-        **solve_options: passed to :func:`lipopt.lipschitz` (solver, time_limit, gap, ...).
+        total_time_limit: seconds for the whole call: each constant's solve gets
+            ``min(time_limit, what is left)``; once it is spent, the constants left are not
+            solved but bounded by interval bounds (status :data:`BUDGET_SPENT`), so the radius
+            stays certified. None (the default): no total limit.
+        **solve_options: passed to :func:`lipopt.lipschitz` for every constant (solver, gap,
+            ...). ``time_limit`` is **per constant**: ``pairwise`` and ``naive`` solve one
+            constant per other class, so the call may take up to (classes - 1) times it.
     """
-    norm = BALL_NORMS.get(type(ball))
-    if norm is None:
-        raise LipschitzError("certify needs a ball around the input (--center and --radius)")
-    how = CertifyMethod(method) if not isinstance(method, CertifyMethod) else method
+    norm, how = check_certify(network, ball, method, total_time_limit, **solve_options)
     start = time.perf_counter()
-    x = ball.center
-    logits = network.forward(x)
-    constants: dict[str, float] = {}
-    statuses: dict[str, str] = {}
-
-    def constant(name: str, **kwargs: Any) -> float:
-        res = lipschitz(network, ball, norm=norm, **kwargs, **solve_options)
-        constants[name], statuses[name] = res.value, res.status
-        return res.value
-
+    deadline = float("inf") if total_time_limit is None else start + total_time_limit
+    constant = _Constants(network, ball, norm, solve_options, deadline)
+    logits = network.forward(ball.center)
     if network.output_dim == 1:
         predicted = int(logits[0] > 0)
         margins = {"|f|": float(abs(logits[0]))}
@@ -118,21 +214,22 @@ def certify(
                 raw = min(_ratio(margins[f"{predicted}-{j}"], pair[j]) for j in others)
             else:
                 raw = _ratio(min(margins.values()), max(pair.values()))
-    capped = raw > ball.radius
-    radius = min(raw, ball.radius)
     return CertifyResult(
         predicted=predicted,
         margins=margins,
-        lipschitz=constants,
-        radius=float(radius),
+        lipschitz=constant.values,
+        radius=float(min(raw, ball.radius)),
         uncapped_radius=float(raw),
         ball_radius=float(ball.radius),
         certified_ball=bool(raw > ball.radius),  # Lemma 9 is strict: ||y - x|| < r
-        capped=bool(capped),
+        capped=bool(raw > ball.radius),
         method=how.value if network.output_dim > 1 else "binary",
         norm=norm,
-        statuses=statuses,
+        statuses=constant.statuses,
         seconds=time.perf_counter() - start,
+        lower=constant.lower,
+        exact={name: status == "optimal" for name, status in constant.statuses.items()},
+        total_time_limit=None if total_time_limit is None else float(total_time_limit),
     )
 
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
+from dataclasses import replace
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from lipopt import L1Ball, L2Ball, LinfBall, certify
-from lipopt.certify import predicted_class
-from tests.helpers import random_network
+from lipopt.certify import BUDGET_SPENT, predicted_class
+from lipopt.cli import main
+from lipopt.lipschitz import LipschitzError
+from tests.helpers import random_network, save_onnx
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 
@@ -124,3 +132,149 @@ def test_the_l2_radius_is_the_margin_over_the_exact_l2_constant(seed):
     assert res.lipschitz["cross"] == pytest.approx(truth.value, rel=1e-6)
     assert res.uncapped_radius <= margin / truth.value * (1 + 1e-6)
     assert res.uncapped_radius == pytest.approx(margin / truth.value, rel=1e-6)
+
+
+# --- issue 44 item 5: exact or a bracket, the total time limit ---------------------------------
+
+#: the keys certify's JSON had before issue 44 (kept; new ones are added after them)
+OLD_KEYS = ["predicted", "margins", "lipschitz", "radius", "uncapped_radius", "ball_radius",
+            "certified_ball", "capped", "method", "norm", "statuses", "seconds"]  # fmt: skip
+
+
+def _four_classes():
+    rng = np.random.default_rng(7)
+    net = random_network(rng, [2, 8, 8, 4])
+    return net, LinfBall(rng.uniform(0, 1, size=2), 0.2)
+
+
+def test_text_marks_each_constant_exact_or_a_bracket():
+    from lipopt.cli.certify import format_certificate
+
+    net, ball = _four_classes()
+    res = certify(net, ball)
+    assert res.statuses == {"cross": "optimal"} and res.exact == {"cross": True}
+    assert list(res.to_dict())[: len(OLD_KEYS)] == OLD_KEYS
+    assert {"lower", "exact", "total_time_limit"} <= set(res.to_dict())
+    text = format_certificate(res, "net.onnx")
+    assert f"lipschitz   cross: {res.lipschitz['cross']:.6g} (exact)   (linf" in text
+    assert "not exact" not in text
+    bracket = replace(res, lipschitz={"cross": 218.695}, statuses={"cross": "time_limit"},
+                      lower={"cross": 201.3}, exact={"cross": False})  # fmt: skip
+    text = format_certificate(bracket, "net.onnx")
+    assert "lipschitz   cross: <= 218.695 (time_limit; attained 201.3)   (linf" in text
+    assert "note        1 of 1 constants not exact: the radius is certified from" in text
+
+
+def test_the_docstring_says_time_limit_is_per_constant():
+    doc = " ".join(certify.__doc__.split())
+    assert "``time_limit`` is **per constant**" in doc
+    assert "total_time_limit" in inspect.signature(certify).parameters
+
+
+def test_total_time_limit_cuts_each_solve_then_bounds_the_rest(monkeypatch):
+    """Each constant gets min(time_limit, what is left); once the total is spent the rest are
+    bounded by interval bounds, never above the truth. A fake clock: each solve takes 6 s."""
+    module = importlib.import_module("lipopt.certify")  # lipopt.certify is also the function
+    net, ball = _four_classes()
+    exact = certify(net, ball, method="pairwise")
+    clock, given = [0.0], []
+    real = module.lipschitz
+
+    def six_seconds(network, domain, **options):
+        given.append(options["time_limit"])
+        clock[0] += 6.0
+        return real(network, domain, **{**options, "time_limit": None})
+
+    monkeypatch.setattr(module, "lipschitz", six_seconds)
+    monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    res = certify(net, ball, method="pairwise", time_limit=8.0, total_time_limit=10.0)
+    assert given == [8.0, 4.0]  # min(8, 10), then min(8, 10 - 6); then 2 s over: no solve
+    names = list(res.lipschitz)
+    assert [res.statuses[n] for n in names] == ["optimal", "optimal", BUDGET_SPENT]
+    assert res.exact[names[2]] is False and res.lower[names[2]] is None
+    assert res.lipschitz[names[2]] >= exact.lipschitz[names[2]] * (1 - 1e-9)
+    assert res.radius <= exact.radius * (1 + 1e-9)
+    assert res.total_time_limit == 10.0
+
+
+@pytest.mark.parametrize("widths, norm, ball_radius", CASES)
+@pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
+def test_a_spent_total_leaves_a_certified_radius(widths, norm, ball_radius, method):
+    """With no time at all, every constant is the interval bound: the radius is still sound."""
+    rng = np.random.default_rng(sum(widths) + len(method) + 1)
+    net = random_network(rng, widths)
+    x = rng.uniform(0, 1, size=widths[0])
+    res = certify(net, BALLS[norm](x, ball_radius), method=method, total_time_limit=1e-12)
+    assert set(res.statuses.values()) == {BUDGET_SPENT}
+    assert not any(res.exact.values())
+    assert 0 <= res.radius <= ball_radius
+    if res.radius == 0:
+        return
+    points = _points_within(x, res.radius, norm, 10_000, rng)
+    assert np.all(predicted_class(net, points) == res.predicted)
+    attacked = _attack(net, x, res.predicted, res.radius, norm, rng)
+    assert np.all(predicted_class(net, attacked) == res.predicted)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "30", True])
+def test_a_bad_total_time_limit_is_refused_before_any_solve(bad, monkeypatch):
+    module = importlib.import_module("lipopt.certify")  # lipopt.certify is also the function
+    monkeypatch.setattr(module, "lipschitz", None)  # a solve would fail with a TypeError
+    net, ball = _four_classes()
+    with pytest.raises(LipschitzError, match="^total time limit must be positive, got "):
+        certify(net, ball, total_time_limit=bad)
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    net, ball = _four_classes()
+    return str(save_onnx(net, tmp_path / "net.onnx")), ball
+
+
+def _cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "extra, error",
+    [
+        (["--total-time-limit", "0"], "total time limit must be positive, got 0.0"),
+        (["--time-limit", "-1"], "time limit must be positive, got -1.0"),
+        (["--solver", "nosuch"], "unknown solver 'nosuch'"),
+    ],
+)
+def test_cli_checks_every_option_before_printing_anything(model_path, capsys, extra, error):
+    path, ball = model_path
+    centre = ",".join(repr(float(v)) for v in ball.center)
+    code, out, err = _cli(capsys, "certify", path, "--center", centre, "--radius", "0.2", *extra)
+    assert code == 2 and out == ""
+    assert err.splitlines()[0].startswith(f"lipopt certify: error: {error}")
+    assert len(err.splitlines()) == 1  # no progress line before it
+
+
+def test_cli_total_time_limit_spent(model_path, capsys):
+    path, ball = model_path
+    centre = ",".join(repr(float(v)) for v in ball.center)
+    argv = ["certify", path, "--center", centre, "--radius", "0.2", "--method", "naive",
+            "--total-time-limit", "1e-12", "--quiet"]  # fmt: skip
+    code, out, err = _cli(capsys, *argv)
+    assert code == 0 and err == ""
+    assert out.count("(not solved: total time limit spent; interval bound)") == 3
+    assert "note        3 of 3 constants not exact" in out
+    assert "note        the total time limit (1e-12 s) was spent before 3 of them" in out
+    code, out, _ = _cli(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert set(data["statuses"].values()) == {BUDGET_SPENT}
+    assert data["total_time_limit"] == 1e-12 and not any(data["exact"].values())
+
+
+def test_cli_total_time_limit_is_not_for_points(model_path, capsys, tmp_path):
+    path, _ = model_path
+    np.save(tmp_path / "x.npy", np.zeros((2, 2)))
+    argv = ["certify", path, "--points", str(tmp_path / "x.npy"), "--radius", "0.1",
+            "--out", str(tmp_path / "o.jsonl"), "--total-time-limit", "5"]  # fmt: skip
+    code, out, err = _cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("lipopt certify: error: --total-time-limit goes with --center")

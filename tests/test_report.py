@@ -15,13 +15,12 @@ from lipopt.batch.report import (
     certify_rows,
     clean_accuracy,
     format_summary,
-    plot_certified,
     quantiles,
     read_results,
     relative_gap,
     write_csv,
 )
-from lipopt.cli import report
+from lipopt.cli import main, report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -201,6 +200,8 @@ def test_csv_rows(tmp_path: Path) -> None:
 
 def test_plot_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
+    from lipopt.batch.plot import plot_certified
+
     results = read_results(certify_file(tmp_path / "c.jsonl"))
     out = plot_certified(results, tmp_path / "curve.png")
     assert out.read_bytes()[:8] == PNG_MAGIC
@@ -208,6 +209,8 @@ def test_plot_png(tmp_path: Path) -> None:
 
 
 def test_plot_refused_without_certify_lines(tmp_path: Path) -> None:
+    from lipopt.batch.plot import plot_certified
+
     results = read_results(solve_file(tmp_path / "s.jsonl"))
     with pytest.raises(ValueError, match="^no certification lines to plot$"):
         plot_certified(results, tmp_path / "curve.png")
@@ -215,6 +218,8 @@ def test_plot_refused_without_certify_lines(tmp_path: Path) -> None:
 
 
 def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lipopt.batch.plot import plot_certified
+
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # "import matplotlib" raises
     results = read_results(certify_file(tmp_path / "c.jsonl"))
     with pytest.raises(ValueError) as info:
@@ -287,13 +292,88 @@ def test_cli_summary_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert png_out.read_bytes()[:8] == PNG_MAGIC
 
 
-def test_cli_plot_refused_before_output(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    path = solve_file(tmp_path / "s.jsonl")
+def test_cli_plot_without_a_suffix_refused_before_output(tmp_path: Path, capsys) -> None:
+    path = certify_file(tmp_path / "c.jsonl")
     csv_out = tmp_path / "t.csv"
-    argv = ["report", str(path), "--csv", str(csv_out), "--plot", str(tmp_path / "p.png")]
-    with pytest.raises(ValueError, match="no certification lines to plot"):
+    argv = ["report", str(path), "--csv", str(csv_out), "--plot", str(tmp_path / "p")]
+    with pytest.raises(ValueError, match="name the image format by a suffix"):
         run_cli(argv)
     assert capsys.readouterr().out == "" and not csv_out.exists()
+
+
+def test_cli_plot_without_certify_lines_prints_the_summary_then_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44 item 4: the summary, then one line on stderr, exit 2."""
+    path = solve_file(tmp_path / "s.jsonl")
+    csv_out, png_out = tmp_path / "t.csv", tmp_path / "p.png"
+    code = main(["report", str(path), "--csv", str(csv_out), "--plot", str(png_out)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "solve      5 queries, 2 exact (status optimal)" in captured.out
+    assert captured.out.rstrip().endswith(f"wrote {csv_out}: 5 rows")
+    assert captured.err == "lipopt report: error: no certification lines to plot\n"
+    assert csv_out.exists() and not png_out.exists()
+
+
+def test_cli_plot_without_matplotlib_prints_the_summary_then_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # "import matplotlib" raises
+    path = certify_file(tmp_path / "c.jsonl")
+    code = main(["report", str(path), "--plot", str(tmp_path / "p.png")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert table_row(captured.out, "0.02") == ["0.02", "5", "80.0%", "1", "20.0%", "1", "0"]
+    assert captured.err == (
+        "lipopt report: error: --plot needs matplotlib: pip install 'lipopt[plot]'\n"
+    )
+
+
+def test_plot_is_paper_ready(tmp_path: Path) -> None:
+    """Issue 44 item 10: a title that says what it is, the norm on the radius axis, radii with
+    unfinished points marked hollow (and in the legend), no marker clipped."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from lipopt.batch.plot import UNFINISHED_LABEL, certified_figure
+
+    path = certify_file(tmp_path / "c.jsonl")  # 0.02 has a time_limit line; 0.01 none
+    figure = certified_figure(read_results(path))
+    try:
+        axes = figure.axes[0]
+        assert axes.get_title() == "Certified accuracy by radius (method cross)"
+        assert axes.get_xlabel() == r"radius ($\ell_\infty$ norm)"
+        legend = [text.get_text() for text in axes.get_legend().get_texts()]
+        assert legend == ["certified accuracy", UNFINISHED_LABEL, "clean accuracy"]
+        curve, hollow, clean = axes.get_lines()
+        assert list(curve.get_xdata()) == [0.01, 0.02] and curve.get_markevery() == [0]
+        assert list(hollow.get_xdata()) == [0.02] and list(hollow.get_ydata()) == [20.0]
+        assert hollow.get_marker() == "o" and hollow.get_markerfacecolor() == "white"
+        assert hollow.get_markeredgecolor() == curve.get_color()
+        assert not any(line.get_clip_on() for line in (curve, hollow, clean))
+        low, high = axes.get_ylim()
+        assert low < 0 and high > 100  # 0 % and 100 % markers clear of the frame
+        x_low, x_high = axes.get_xlim()
+        assert x_low < 0.01 and x_high > 0.02
+    finally:
+        plt.close(figure)
+
+
+def test_plot_axis_names_each_norm(tmp_path: Path) -> None:
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from lipopt.batch.plot import certified_figure
+
+    for ball, label in (("l1", r"$\ell_1$"), ("l2", r"$\ell_2$")):
+        lines = [certify_line(0, 0.1, True, True), certify_line(1, 0.1, True, False)]
+        for line in lines:
+            line["inputs"]["ball"] = line["norm"] = ball
+        figure = certified_figure(read_results(write_lines(tmp_path / f"{ball}.jsonl", lines)))
+        try:
+            axes = figure.axes[0]
+            assert axes.get_xlabel() == f"radius ({label} norm)"
+            assert [t.get_text() for t in axes.get_legend().get_texts()] == [
+                "certified accuracy", "clean accuracy"]  # fmt: skip
+        finally:
+            plt.close(figure)
 
 
 def test_cli_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:

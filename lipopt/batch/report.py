@@ -1,4 +1,5 @@
-"""The summary of a batch results file (``lipopt report``): read, summarise, tabulate, plot.
+"""The summary of a batch results file (``lipopt report``): read, summarise, tabulate (the
+plot is :mod:`lipopt.batch.plot`).
 
 A results file is JSON lines, one object per query, written by ``lipopt batch`` or
 ``lipopt certify --points``; its ``"kind"`` tells a ``solve`` line (a Lipschitz constant) from a
@@ -50,7 +51,6 @@ CSV_COLUMNS = (
     "radius", "predicted", "label", "correct", "certified", "certified_radius",
     "onnx", "input", "error",
 )  # fmt: skip
-PLOT_MESSAGE = "--plot needs matplotlib: pip install 'lipopt[plot]'"
 
 
 @dataclass
@@ -336,49 +336,3 @@ def write_csv(results: Results, out: str | Path) -> int:
     except OSError as exc:
         raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
     return len(results.records)
-
-
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend; ``ValueError`` when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ValueError(PLOT_MESSAGE) from None
-    return plt
-
-
-def plot_certified(results: Results, out: str | Path) -> Path:
-    """Plot certified accuracy against radius (and the clean accuracy, dashed, with labels) to
-    ``out``, an image whose format its suffix names; returns ``Path(out)``."""
-    if not Path(out).suffix:
-        raise ValueError(f"--plot {out}: name the image format by a suffix, e.g. {out}.png")
-    certifies = results.of_kind("certify")
-    if not certifies:
-        raise ValueError("no certification lines to plot")
-    rows = certify_rows(certifies)
-    plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(6, 4))
-    try:
-        radii = [row.radius for row in rows]
-        accuracy = [100 * row.certified_accuracy for row in rows]
-        axes.plot(radii, accuracy, marker="o", label="certified accuracy")
-        clean = clean_accuracy(certifies)
-        if clean is not None:
-            axes.axhline(100 * clean[0] / clean[1], linestyle="--", color="grey",
-                         label="clean accuracy")  # fmt: skip
-        axes.set_xlabel("radius")
-        axes.set_ylabel("accuracy (%)")
-        axes.set_ylim(0, 105)
-        axes.set_title(f"certified accuracy: {Path(results.path).name}")
-        axes.grid(True, alpha=0.3)
-        axes.legend(loc="lower left")
-        with atomic_path(out) as temp:  # the format from out's suffix, not the temporary name
-            figure.savefig(temp, dpi=120, bbox_inches="tight", format=Path(out).suffix[1:])
-    except OSError as exc:
-        raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(figure)
-    return Path(out)

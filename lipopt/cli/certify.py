@@ -6,7 +6,7 @@ import argparse
 import json
 
 from lipopt.batch import PointSet, point_tasks
-from lipopt.certify import CertifyResult, certify
+from lipopt.certify import BUDGET_SPENT, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
 from lipopt.cli.common import _progress
 from lipopt.cli.exits import exit_status
@@ -20,6 +20,9 @@ examples:
   # one LipMIP per class pair (tighter, slower); or their per-pair maximum
   lipopt certify net.onnx --center x.npy --radius 0.1 --method pairwise
   lipopt certify net.onnx --center x.npy --radius 0.1 --method naive
+  # at most 60 s per constant and 300 s for the whole call
+  lipopt certify net.onnx --center x.npy --radius 0.1 --method pairwise --time-limit 60 \
+      --total-time-limit 300
   # an l1 ball and l1 radius
   lipopt certify net.onnx --center 0.2,0.7 --radius 0.5 --ball l1 --json
   # an l2 ball and l2 radius (the exact l2 constant; SCIP by default)
@@ -31,7 +34,9 @@ examples:
 
 The predicted class of x is argmax f(x) (sign of f for one output). The Lipschitz constants are
 taken over the requested ball, so the radius is certified within it; a radius beyond the ball
-is capped at the ball's radius and reported as such.
+is capped at the ball's radius and reported as such. Each constant is shown as exact, or as a
+proven upper bound (<=) with its status and the value attained; the radius is certified either
+way, from the upper bounds.
 """
 
 
@@ -86,7 +91,16 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit",
         type=float,
         metavar="SECONDS",
-        help="per-constant time limit; bounds stay certified",
+        help="time limit of each constant's solve (pairwise/naive solve one per other "
+        "class); bounds stay certified",
+    )
+    parser.add_argument(
+        "--total-time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="time limit of the whole call: each constant gets min(--time-limit, what is "
+        "left); constants left when it is spent are bounded by interval bounds, not solved "
+        "(the radius stays certified)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
@@ -98,14 +112,51 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     points.add_argument(
         "--out", metavar="FILE", help="with --points: the results file (JSON lines, resumable)"
     )
-    points.add_argument("--jobs", type=int, metavar="N", help="points side by side (default: "
-                        "one per core)")
+    points.add_argument(
+        "--jobs", type=int, metavar="N", help="points side by side (default: one per core)"
+    )
     points.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler to run on")
 
 
+def _constant_entry(result: CertifyResult, name: str) -> str:
+    """``cross: 218.695 (exact)``, or ``cross: <= 218.695 (time_limit; attained 201.3)``."""
+    value, status = result.lipschitz[name], result.statuses[name]
+    if result.exact.get(name, status == "optimal"):
+        return f"{name}: {value:.6g} (exact)"
+    if status == BUDGET_SPENT:
+        return f"{name}: <= {value:.6g} (not solved: total time limit spent; interval bound)"
+    lower = result.lower.get(name)
+    attained = "" if lower is None else f"; attained {lower:.6g}"
+    return f"{name}: <= {value:.6g} ({status}{attained})"
+
+
+def _notes(result: CertifyResult) -> list[str]:
+    """Why the radius may be below the exact one: brackets, constants left unsolved, the cap."""
+    notes = []
+    names = list(result.lipschitz)
+    inexact = [n for n in names if not result.exact.get(n, result.statuses[n] == "optimal")]
+    if inexact:
+        notes.append(
+            f"{len(inexact)} of {len(names)} constants not exact: the radius is certified from "
+            "their proven upper bounds and may be below the exact one"
+        )
+    spent = [n for n in names if result.statuses[n] == BUDGET_SPENT]
+    if spent:
+        notes.append(
+            f"the total time limit ({result.total_time_limit:g} s) was spent before "
+            f"{len(spent)} of them: bounded by interval bounds, not solved"
+        )
+    if result.capped:
+        notes.append(
+            f"margin/L = {result.uncapped_radius:.6g} exceeds the ball; capped at "
+            f"its radius (constants only hold inside it)"
+        )
+    return notes
+
+
 def format_certificate(result: CertifyResult, model: str) -> str:
-    """The short human summary of a certificate."""
-    constants = ", ".join(f"{k}: {v:.6g}" for k, v in result.lipschitz.items())
+    """The short human summary of a certificate; each constant marked exact or a bracket."""
+    constants = [_constant_entry(result, name) for name in result.lipschitz]
     margins = ", ".join(f"{k}: {v:.6g}" for k, v in result.margins.items())
     if result.certified_ball:
         verdict = "the whole ball is certified"
@@ -115,15 +166,15 @@ def format_certificate(result: CertifyResult, model: str) -> str:
         f"network     {model}",
         f"predicted   class {result.predicted}",
         f"margins     {margins}",
-        f"lipschitz   {constants}   ({result.norm} input norm, method {result.method})",
+        f"lipschitz   {constants[0]}   ({result.norm} input norm, method {result.method})",
+        *(f"            {entry}" for entry in constants[1:]),
         f"radius      {result.radius:.6g}   [{verdict}]",
     ]
-    if result.capped:
-        lines.append(
-            f"note        margin/L = {result.uncapped_radius:.6g} exceeds the ball; capped at "
-            f"its radius (constants only hold inside it)"
-        )
-    lines.append(f"time        {result.seconds:.2f} s")
+    lines += [f"note        {note}" for note in _notes(result)]
+    limit = (
+        "" if result.total_time_limit is None else f" (total limit {result.total_time_limit:g} s)"
+    )
+    lines.append(f"time        {result.seconds:.2f} s{limit}")
     return "\n".join(lines)
 
 
@@ -143,6 +194,11 @@ def _check_mode(args: argparse.Namespace) -> None:
         extra = [o for o in ("labels", "out", "jobs", "scheduler") if getattr(args, o) is not None]
         if extra:
             raise ValueError(f"--{extra[0]} goes with --points, not with --center")
+    elif args.total_time_limit is not None:
+        raise ValueError(
+            "--total-time-limit goes with --center; with --points, --time-limit bounds each "
+            "constant of each point"
+        )
     elif args.out is None:
         raise ValueError("--points needs --out FILE for the results (JSON lines)")
     elif args.json:
@@ -171,9 +227,11 @@ def run_certify(args: argparse.Namespace) -> int:
     say = _progress(args.quiet)
     network = load_onnx(args.model)
     ball = parse_ball(args.center, radii[0], args.ball, network.input_dim)
+    options = {"solver": args.solver, "time_limit": args.time_limit}
+    check_certify(network, ball, args.method, args.total_time_limit, **options)
     say(f"loaded {args.model}: widths {list(network.widths)}; certifying ({args.method})...")
     result = certify(
-        network, ball, method=args.method, solver=args.solver, time_limit=args.time_limit
+        network, ball, method=args.method, total_time_limit=args.total_time_limit, **options
     )
     if args.json:
         print(json.dumps({**result.to_dict(), "model": args.model}, indent=2))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lipopt.batch.report import format_summary, plot_certified, read_results, write_csv
+from lipopt.batch.plot import plot_certified
+from lipopt.batch.report import format_summary, read_results, write_csv
 
 REPORT_EPILOG = """\
 examples:
@@ -24,6 +25,11 @@ holding no result lines (exit status 0).
 In the certification table every line at a radius is a point: a failed line counts as neither
 correct nor certified, and 'unfinished' counts the points decided on solves that did not finish
 (status other than optimal): their radii are certified from bounds, so they may be smaller.
+
+The plot shows certified accuracy against the radius in the ball's norm; a radius with
+unfinished or failed points has a hollow marker (its accuracy is a lower bound). When the plot
+cannot be made (no certify lines, or matplotlib missing) the summary is still printed, then the
+reason on stderr, and the exit status is 2.
 """
 
 
@@ -50,17 +56,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Read the results file, write the CSV and plot asked for, then print the summary."""
+    """Read the results file, write the CSV asked for, print the summary, then plot; a plot
+    that cannot be made (no certify lines, no matplotlib) is a ``ValueError`` raised after the
+    summary is printed (one line on stderr, exit 2)."""
     for option, out in (("--csv", args.csv), ("--plot", args.plot)):
         if out and Path(out).resolve() == Path(args.file).resolve():
             raise ValueError(f"{option} would overwrite the results file {args.file}")
+    if args.plot and not Path(args.plot).suffix:
+        raise ValueError(f"--plot {args.plot}: name the image format by a suffix, e.g. "
+                         f"{args.plot}.png")  # fmt: skip
     results = read_results(args.file)
-    written = []
-    if args.plot:  # first: a refused plot leaves no CSV and prints nothing
-        written.append(f"wrote {plot_certified(results, args.plot)}: certified accuracy by radius")
-    if args.csv:
-        written.append(f"wrote {args.csv}: {write_csv(results, args.csv)} rows")
+    rows = write_csv(results, args.csv) if args.csv else None
     print(format_summary(results))
-    if written:
-        print("\n" + "\n".join(written))
+    written = []
+    try:  # the summary is out: a plot that cannot be made ends the command after it
+        if args.plot:
+            plotted = plot_certified(results, args.plot)
+            written.append(f"wrote {plotted}: certified accuracy by radius")
+    finally:
+        written += [] if rows is None else [f"wrote {args.csv}: {rows} rows"]
+        if written:
+            print("\n" + "\n".join(written))
     return 0
