@@ -47,7 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("instances", help="instances CSV: onnx,vnnlib,timeout per row")
     prob = parser.add_argument_group("problem (every row without an override)")
-    prob.add_argument("--norm", choices=["linf", "l1"], default="linf", help="input norm")
+    prob.add_argument(
+        "--norm",
+        choices=["linf", "l1", "l2"],
+        default="linf",
+        help="input norm (l2: the exact l2 constant, as 'lipopt solve --norm l2')",
+    )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     prob.add_argument(
         "--output-norm",
