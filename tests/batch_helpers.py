@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
 from lipopt.cli import main
 from tests.helpers import children, command_line, random_network, save_onnx
@@ -128,3 +130,29 @@ def pool_workers(pid: int) -> list[int]:
         for child in children(pid)
         if b"spawn_main" in command_line(child) and b"resource_tracker" not in command_line(child)
     ]
+
+
+def save_external(network, path: Path) -> Path:
+    """``network`` as ``path`` with every tensor in the external data file ``path.data`` beside
+    it (as torch's exporter writes a model): the ``.onnx`` file holds only where the data is."""
+    save_onnx(network, path)
+    model = onnx.load(str(path))
+    onnx.save_model(
+        model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+        location=f"{path.name}.data", size_threshold=0,
+    )  # fmt: skip
+    return path
+
+
+def scale_external_data(path: Path, factor: float) -> None:
+    """Multiply every tensor of ``path``'s external data file by ``factor`` in place, changing
+    only that file (the ``.onnx`` file's bytes stay as they are)."""
+    model = onnx.load(str(path), load_external_data=False)
+    data = bytearray((path.parent / f"{path.name}.data").read_bytes())
+    for tensor in model.graph.initializer:
+        info = {entry.key: entry.value for entry in tensor.external_data}
+        start, length = int(info.get("offset", 0)), int(info["length"])
+        dtype = numpy_helper.helper.tensor_dtype_to_np_dtype(tensor.data_type)
+        values = np.frombuffer(bytes(data[start : start + length]), dtype=dtype) * factor
+        data[start : start + length] = values.astype(dtype).tobytes()
+    (path.parent / f"{path.name}.data").write_bytes(bytes(data))

@@ -87,9 +87,7 @@ def test_garbled_last_line_is_redone(batch: tuple) -> None:
     lines = (root / "r.jsonl").read_text().splitlines(keepends=True)
     garbled = root / "garbled.jsonl"
     garbled.write_text("".join(lines[:29]) + lines[29][:40] + "\n")  # a newline after garbage
-    code, out, _ = run_cli(
-        "batch", str(root / "instances.csv"), "--out", str(garbled), "--quiet"
-    )
+    code, out, _ = run_cli("batch", str(root / "instances.csv"), "--out", str(garbled), "--quiet")
     assert code == 0 and "(1 run now, 29 before)" in out
     assert len(read_lines(garbled)) == 30
 
@@ -244,3 +242,23 @@ def test_certify_points_equal_certify_alone(tmp_path) -> None:
         str(tmp_path / "y.npy"), "--radius", "0.2,0.01,0.2", "--out", str(tmp_path / "c.jsonl"),
     )  # fmt: skip
     assert code == 0 and "10 queries (0 run now, 10 before)" in out, err
+
+
+def test_the_l2_input_norm(tmp_path) -> None:
+    """``--norm l2`` (as ``lipopt solve --norm l2``): each line equals the single solve."""
+    rows = write_batch(tmp_path, count=5, seed=5)
+    chosen = [rows[0], rows[3]]  # networks of one output: no c needed
+    (tmp_path / "l2.csv").write_text(
+        "".join(f"{r['onnx']},{r['box'].replace('.json', '.vnnlib')},60\n" for r in chosen)
+    )
+    code, _out, err = run_cli(
+        "batch", str(tmp_path / "l2.csv"), "--out", str(tmp_path / "r.jsonl"),
+        "--norm", "l2", "--jobs", "1", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    lines = {line["id"]: line for line in read_lines(tmp_path / "r.jsonl")}
+    for number, row in enumerate(chosen, start=1):
+        row = {**row, "norm": "l2", "c": "", "output_norm": ""}
+        line, alone = lines[f"row {number}"], solve_alone(row)
+        assert line["inputs"]["norm"] == "l2" and line["status"] == alone["status"] == "optimal"
+        assert _close(line["value"], alone["value"]), (line["value"], alone["value"])

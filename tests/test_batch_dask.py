@@ -1,6 +1,7 @@
 """``lipopt batch --scheduler``: a real Dask cluster — a scheduler and two workers as separate
-processes on 127.0.0.1 — answers the batch as the local pool does, even when one worker is
-killed mid-run; a missing Dask or an unreachable scheduler is one clear line."""
+processes on 127.0.0.1 — answers the batch as the local pool does, even when the worker that
+holds the network is killed mid-run; Ctrl-C leaves no worker busy; a missing Dask or an
+unreachable scheduler is one clear line."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lipopt import policy
@@ -21,10 +23,11 @@ from tests.batch_helpers import (
     reference_batch,
     run_cli,
     start_lipopt,
+    vnnlib_text,
     wait_for_lines,
     write_batch,
 )
-from tests.helpers import require_module
+from tests.helpers import random_network, require_module, save_onnx
 
 require_module("distributed")
 
@@ -40,12 +43,10 @@ def _free_port() -> int:
 def _dask(*argv: str) -> subprocess.Popen:
     """``dask ARGV`` (the command installed beside this Python) with its output discarded."""
     command = str(Path(sys.executable).parent / "dask")
-    return subprocess.Popen(
-        [command, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    return subprocess.Popen([command, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster() -> Iterator[tuple[str, list[subprocess.Popen]]]:
     """A scheduler and two single-thread workers, without nannies (a killed worker stays
     dead), all stopped at the end."""
@@ -75,15 +76,42 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return root, reference_batch(root, COUNT, seed=21)
 
 
+def _network_holder(address: str, timeout: float = 20) -> int:
+    """The pid of a worker that holds the batch's network: the only one once Dask keeps a
+    single copy (within ``timeout`` seconds), else the first of them."""
+    from distributed import Client
+
+    with Client(address, timeout=30) as client:
+        pids = client.run(os.getpid)
+        deadline = time.monotonic() + timeout
+        while True:
+            holders = sorted(
+                {
+                    worker
+                    for key, workers in client.who_has().items()
+                    if "network" in str(key).lower()
+                    for worker in workers
+                }
+            )
+            if len(holders) == 1 or (holders and time.monotonic() > deadline):
+                return pids[holders[0]]
+            time.sleep(0.2)
+
+
 def test_cluster_answers_as_the_local_pool_with_a_worker_killed(cluster, reference) -> None:
+    """The worker killed holds the network (its only copy, once Dask has dropped the others):
+    its queries, and the network where need be, are computed again on the other worker, and
+    the batch completes."""
     address, workers = cluster
     root, local = reference
     process = start_lipopt(
         "batch", "instances.csv", "--out", "dask.jsonl", "--scheduler", address, cwd=root
     )
-    seen = wait_for_lines(root / "dask.jsonl", 3, process)
-    assert seen < COUNT, "the batch finished before a worker could be killed"
-    os.kill(workers[0].pid, signal.SIGKILL)
+    seen = wait_for_lines(root / "dask.jsonl", 2, process)
+    holder = _network_holder(address)
+    assert holder in [worker.pid for worker in workers]
+    assert seen < COUNT and process.poll() is None, "the batch finished too soon"
+    os.kill(holder, signal.SIGKILL)
     stdout, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr
     assert f"{COUNT} queries ({COUNT} run now, 0 before)" in stdout
@@ -96,6 +124,42 @@ def test_cluster_answers_as_the_local_pool_with_a_worker_killed(cluster, referen
         assert line["value"] == pytest.approx(ref["value"], rel=1e-9, abs=1e-12)
         assert line["lower"] == pytest.approx(ref["lower"], rel=1e-9, abs=1e-12)
         assert line["fingerprint"] == ref["fingerprint"]
+
+
+def _busy(address: str) -> dict[str, int]:
+    """The tasks each worker is executing now, by worker address."""
+    from distributed import Client
+
+    with Client(address, timeout=30) as client:
+        return client.run(lambda dask_worker: dask_worker.state.executing_count)
+
+
+def test_ctrl_c_leaves_no_worker_busy(cluster, tmp_path: Path) -> None:
+    """Two long queries (a solve of minutes each) running on the two workers: after Ctrl-C
+    both workers are free, and a task given to each one runs."""
+    from distributed import Client
+
+    address, workers = cluster
+    net = random_network(np.random.default_rng(0), [12, 60, 60, 60, 1])
+    save_onnx(net, tmp_path / "big.onnx")
+    box = vnnlib_text(-np.ones(12), np.ones(12), 1)
+    (tmp_path / "p.vnnlib").write_text(box)
+    (tmp_path / "i.csv").write_text("big.onnx,p.vnnlib,600\n" * 3)
+    process = start_lipopt("batch", "i.csv", "--out", "r.jsonl", "--scheduler", address,
+                           cwd=tmp_path)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while sum(_busy(address).values()) < 2 and process.poll() is None:
+        assert time.monotonic() < deadline, "the queries never started"
+        time.sleep(0.5)
+    time.sleep(2)  # the queries are solving now
+    assert process.poll() is None, "the queries ended before Ctrl-C"
+    os.kill(process.pid, signal.SIGINT)
+    _stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    with Client(address, timeout=30) as client:  # one free thread each: these run only then
+        probes = [client.submit(os.getpid, workers=[w], pure=False) for w in client.run(os.getpid)]
+        assert sorted(f.result(timeout=60) for f in probes) == sorted(w.pid for w in workers)
+    assert sum(_busy(address).values()) == 0
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path, monkeypatch) -> None:

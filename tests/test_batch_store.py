@@ -12,7 +12,7 @@ import pytest
 
 from lipopt.batch.execute import run_safely
 from lipopt.batch.store import ResultStore, StoreError
-from lipopt.batch.tasks import Task
+from lipopt.batch.tasks import FINGERPRINT_SCHEME, Task
 from lipopt.domain import Box
 from tests.batch_helpers import run_cli
 from tests.helpers import random_network, save_onnx
@@ -24,7 +24,8 @@ def _task(key: str, fingerprint: str = "f") -> Task:
 
 
 def _line(key: str, fingerprint: str = "f") -> str:
-    return json.dumps({"id": key, "fingerprint": fingerprint, "status": "optimal"}) + "\n"
+    line = {"id": key, "fingerprint": fingerprint, "scheme": FINGERPRINT_SCHEME}
+    return json.dumps({**line, "status": "optimal"}) + "\n"
 
 
 def test_a_second_batch_on_the_same_file_is_refused(tmp_path: Path) -> None:
@@ -45,9 +46,7 @@ def test_a_refused_file_is_left_as_it_was_and_unlocked(tmp_path: Path) -> None:
     store.close()
     assert out.read_text() == text  # the incomplete line is not cut off a refused file
     with ResultStore(out) as store:
-        assert [t.id for t in store.pending([_task("a"), _task("b", "other"), _task("c")])] == [
-            "c"
-        ]
+        assert [t.id for t in store.pending([_task("a"), _task("b", "other"), _task("c")])] == ["c"]
     assert out.read_text() == _line("a") + _line("b", "other")  # cut once accepted
 
 
@@ -57,7 +56,9 @@ def test_a_whole_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
     with ResultStore(out) as store:
         assert [t.id for t in store.pending([_task("a"), _task("b"), _task("c")])] == ["c"]
         assert not store.dropped_incomplete
-        store.append({"id": "c", "fingerprint": "f", "status": "optimal"})
+        store.append(
+            {"id": "c", "fingerprint": "f", "scheme": FINGERPRINT_SCHEME, "status": "optimal"}
+        )
     assert out.read_text() == _line("a") + _line("b") + _line("c")
 
 

@@ -1,23 +1,30 @@
 """Queries on a Dask distributed cluster (``lipopt batch --scheduler ADDRESS``).
 
-Each query is one Dask task running :func:`lipopt.batch.execute.run_safely`; the networks are
-loaded here once and copied to every worker, so workers need lipopt installed but not the
-files. Start each
-worker with ``--nthreads 1`` (one query per process, one core each). When a worker dies, Dask
-runs its queries again on the others, up to its ``distributed.scheduler.allowed-failures``
-setting; past it the query is recorded as ``failed`` (never a wrong or missing line).
+Each query is one Dask task running :func:`lipopt.batch.isolated.run_in_child` (the query in a
+child process of the worker, killed when the task is cancelled); the networks are loaded here
+once and sent as Dask tasks of their own, which the scheduler computes again when the worker
+holding one dies, so workers need lipopt installed but not the files. Start each worker with
+``--nthreads 1`` (one query per process, one core each). When a worker dies, Dask runs its
+queries again on the others, up to its ``distributed.scheduler.allowed-failures`` setting; past
+it the query is recorded as ``failed`` (never a wrong or missing line). A query Dask drops
+(cancelled without being asked) is submitted again, up to
+:data:`~lipopt.policy.BATCH_ATTEMPTS` times. On the way out (Ctrl-C) every query is cancelled,
+the running ones too: their workers kill their child processes and are free at once.
 Dask is the ``cluster`` extra: ``pip install 'lipopt[cluster]'``.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lipopt import policy
-from lipopt.batch.execute import failed_line, network_of, run_safely
+from lipopt.batch.execute import failed_line, network_of
+from lipopt.batch.isolated import run_in_child
 from lipopt.batch.tasks import Task
+from lipopt.network import Network
 
 
 class ClusterError(ValueError):
@@ -40,6 +47,12 @@ def _client(address: str) -> Any:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {why}{hint}") from None
 
 
+def _network(network: Network) -> Network:
+    """A Dask task whose result is ``network``: the scheduler keeps the network in the task, so
+    it computes it again when the worker holding it dies (scattered data would be lost)."""
+    return network
+
+
 class DaskCluster:
     """The queries of a batch as Dask tasks; :meth:`results` yields their lines as they
     finish, and None about once a second while none does."""
@@ -50,6 +63,8 @@ class DaskCluster:
         self.pending = 0
         self.threads = 0
         self._threads_seen = -float("inf")
+        self._networks: dict[str, Any] = {}
+        self.tries: dict[str, int] = {}
 
     @property
     def running(self) -> int:
@@ -83,25 +98,25 @@ class DaskCluster:
 
     def results(self, tasks: Sequence[Task]) -> Iterator[dict[str, Any] | None]:
         """Submit every task, then yield the lines in the order they finish; on the way out
-        (finished, interrupted) what is still queued is cancelled and the client closed."""
+        (finished, interrupted) every query is cancelled, running ones too, and the client
+        closed."""
         from distributed import as_completed
 
-        first = {task.model: task for task in tasks}  # one task per network file
-        networks = {  # a copy on every worker: one that dies takes no network with it
-            model: self.client.scatter(network_of(task), broadcast=True)
-            for model, task in first.items()
-        }
-        futures = {
-            self.client.submit(run_safely, task, networks[task.model], pure=False): task
-            for task in tasks
-        }
+        first = {task.model: task for task in tasks}  # one network task per network file
+        with warnings.catch_warnings():  # a large network is sent once: Dask's size warning
+            warnings.simplefilter("ignore")
+            self._networks = {
+                model: self.client.submit(_network, network_of(task), pure=False)
+                for model, task in first.items()
+            }
+        futures = {self._submit(task): task for task in tasks}
         self.pending = len(futures)
         done = as_completed(list(futures))
         try:
             while self.pending:
                 try:
                     batch = done.next_batch(block=False) if done.has_ready() else []
-                    lines = [self._line(future, futures[future]) for future in batch]
+                    lines = [self._line(future, futures, done) for future in batch]
                 except ClusterError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a lost scheduler, in any of its forms
@@ -110,29 +125,45 @@ class DaskCluster:
                     time.sleep(0.2)
                     yield None
                 for line in lines:
-                    self.pending -= 1
-                    yield line
+                    if line is not None:
+                        self.pending -= 1
+                        yield line
         finally:
-            self._close(list(futures))
+            self._close([*futures, *self._networks.values()])
+
+    def _submit(self, task: Task) -> Any:
+        """One query as a Dask task; a child process that dies under it is retried by Dask."""
+        self.tries[task.id] = self.tries.get(task.id, 0) + 1
+        network = self._networks[task.model]
+        retries = policy.BATCH_ATTEMPTS - 1
+        attempt = self.tries[task.id]
+        return self.client.submit(run_in_child, task, network, attempt, pure=False, retries=retries)
 
     def _close(self, futures: list[Any]) -> None:
-        """Cancel what is still queued and close the client, quietly if the scheduler is gone."""
+        """Cancel every query, running ones too (their workers kill the child processes), and
+        close the client, quietly if the scheduler is gone."""
         try:
-            self.client.cancel(futures)
+            self.client.cancel(futures, force=True)
             self.client.close(timeout=5)
         except Exception:  # noqa: BLE001 - nothing more can be done for a lost scheduler
             pass
 
-    def _line(self, future: Any, task: Task) -> dict[str, Any]:
+    def _line(self, future: Any, futures: dict[Any, Task], done: Any) -> dict[str, Any] | None:
         """A finished future's line; a task Dask gave up on (its workers kept dying:
-        ``KilledWorker``) is ``failed``. A future cancelled or lost with the scheduler is no
-        answer at all: no line, the run stops (a rerun runs that query again)."""
+        ``KilledWorker``) is ``failed``. A query Dask dropped (cancelled, e.g. with a lost
+        worker) is submitted again (None: no line yet), up to the attempts of a query."""
+        task = futures[future]
         if future.status == "finished":
-            return future.result()
-        if future.status != "error":
-            raise ClusterError(
-                f"the Dask scheduler at {self.address} dropped the query {task.id!r} "
-                f"({future.status}); the lines written so far are kept: rerun to go on"
-            )
-        error = future.exception()
-        return failed_line(task, f"{type(error).__name__}: {error}", 1)
+            line = future.result()
+            if line is not None:
+                return line
+        elif future.status == "error":
+            error = future.exception()
+            return failed_line(task, f"{type(error).__name__}: {error}", self.tries[task.id])
+        if self.tries[task.id] >= policy.BATCH_ATTEMPTS:
+            why = f"the Dask scheduler dropped it {self.tries[task.id]} times ({future.status})"
+            return failed_line(task, why, self.tries[task.id])
+        again = self._submit(task)
+        futures[again] = task
+        done.add(again)
+        return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from lipopt.batch.tasks import FAILED, Task, file_digest
+from lipopt.batch.tasks import FAILED, FINGERPRINT_SCHEME, Task, model_digest
 from lipopt.certify import certify
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import lipschitz
@@ -19,12 +19,17 @@ class ChangedInput(ValueError):
 
 
 def network_of(task: Task) -> Network:
-    """The task's network, loaded once per worker process and file version; refused when the
-    file is no longer the one the batch fingerprinted."""
-    digest = file_digest(task.model)
+    """The task's network, loaded once per worker process and model version; refused when the
+    model (its ``.onnx`` file or an external data file it names) is no longer the one the
+    batch fingerprinted, before the load or after it (a file changed while it was read)."""
+    digest = model_digest(task.model)
     if task.model_digest and digest != task.model_digest:
         raise ChangedInput(f"{task.model} changed after the batch started; rerun the batch")
-    return _network(task.model, digest)
+    network = _network(task.model, digest)
+    if model_digest(task.model) != digest:
+        _network.cache_clear()
+        raise ChangedInput(f"{task.model} changed while it was read; rerun the batch")
+    return network
 
 
 @lru_cache(maxsize=8)
@@ -38,6 +43,7 @@ def header(task: Task, attempts: int = 1) -> dict[str, Any]:
         "id": task.id,
         "kind": task.kind,
         "fingerprint": task.fingerprint,
+        "scheme": FINGERPRINT_SCHEME,
         "inputs": task.inputs,
         "attempts": attempts,
     }

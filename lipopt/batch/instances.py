@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lipopt.batch.tasks import Task, file_digest, fingerprint
+from lipopt.batch.tasks import Task, file_digest, fingerprint, model_digest
 from lipopt.domain import Box, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.io.vnnlib import read_vnnlib_box
@@ -146,7 +146,7 @@ def _task(
         "output_norm": kwargs["output_norm"],
         "ignored_output_assertions": box.output_assertions,
     }
-    digest = file_digest(key)
+    digest = model_digest(key)  # the .onnx file and the external data files it names
     parts = {"kind": "solve", "onnx": digest, "vnnlib": file_digest(str(vnnlib_path))}
     return Task(
         id=f"row {number}",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lipopt.batch.tasks import Task, file_digest, fingerprint
+from lipopt.batch.tasks import Task, fingerprint, model_digest
 from lipopt.domain import BALLS, DomainError
 from lipopt.io.onnx import load_onnx, sample_shape
 from lipopt.lipschitz import check_arguments
@@ -96,7 +96,7 @@ def point_tasks(spec: PointSet) -> list[Task]:
                     **solve_options)  # fmt: skip
     options = {"method": spec.method, **solve_options}
     model = str(Path(spec.model).resolve())
-    digest = file_digest(model)
+    digest = model_digest(model)  # the .onnx file and the external data files it names
     tasks = []
     for index, x in enumerate(points):
         label = None if labels is None else int(labels[index])

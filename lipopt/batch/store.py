@@ -6,8 +6,9 @@
   newline, as an editor may save it, is kept.)
 - Opening it for a batch reads what is there: a query whose id is present with the same
   fingerprint is done; one whose fingerprint differs (a file or an option has changed since), or
-  a line of a query that is not in the batch, is refused rather than silently mixed, and the
-  file is left as it was.
+  a line of a query that is not in the batch, or a line written under another fingerprint
+  scheme (:data:`~lipopt.batch.tasks.FINGERPRINT_SCHEME`: an older lipopt's, whose fingerprint
+  missed some files), is refused rather than silently mixed, and the file is left as it was.
 - One batch at a time writes a file (an exclusive ``flock``).
 """
 
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lipopt.batch.tasks import Task
+from lipopt.batch.tasks import FINGERPRINT_SCHEME, Task
 
 
 class StoreError(ValueError):
@@ -101,6 +102,14 @@ class ResultStore:
                 raise StoreError(
                     f"{self.path} holds results of other queries ({key!r} is not in this "
                     "batch); write to a new --out file"
+                )
+            scheme = line.get("scheme", 1)  # lines of scheme 1 did not record it
+            if scheme != FINGERPRINT_SCHEME:
+                raise StoreError(
+                    f"{self.path}: {key!r} was written under fingerprint scheme {scheme!r}, this "
+                    f"lipopt checks scheme {FINGERPRINT_SCHEME} (it also covers ONNX external "
+                    "data files), so its answer cannot be matched to the inputs; write to a new "
+                    "--out file, or delete it to start over"
                 )
             if task.fingerprint != line["fingerprint"]:
                 raise StoreError(

@@ -28,7 +28,7 @@ header row onnx,vnnlib,timeout[,norm,c,output_norm] adds per-row overrides of --
 --output-norm ("1,-1" quoted). --time-limit replaces every row's timeout.
 
 results: one JSON line per finished query, written as it finishes: the fields of 'lipopt solve
---json' plus id, kind, fingerprint, inputs and attempts (docs/batch.md). Rerunning the same
+--json' plus id, kind, fingerprint, scheme, inputs and attempts (docs/batch.md). Rerunning the same
 command skips the queries already there and runs the rest; a query whose files or options
 changed since is refused. Exit status: 0 when every query has its line; 3 when any query
 ended in a solver error or failed; 2 bad input; 130/143 interrupted (finished lines are kept).
@@ -47,7 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("instances", help="instances CSV: onnx,vnnlib,timeout per row")
     prob = parser.add_argument_group("problem (every row without an override)")
-    prob.add_argument("--norm", choices=["linf", "l1"], default="linf", help="input norm")
+    prob.add_argument(
+        "--norm",
+        choices=["linf", "l1", "l2"],
+        default="linf",
+        help="input norm (l2: the exact l2 constant, as 'lipopt solve --norm l2')",
+    )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     prob.add_argument(
         "--output-norm",
