@@ -1,0 +1,111 @@
+"""One method of ``compare`` in a forked child process that the parent can kill.
+
+The SDP methods solve with cvxpy (Clarabel, SCS): not every solver takes a wall-clock limit,
+and none returns to Python when a signal arrives, so a solve in this process would hold
+SIGINT/SIGTERM and the time limit off for as long as it runs. Run in a child instead, a method
+can be stopped at any moment: the parent waits on a pipe (a signal interrupts the wait at once)
+and kills the child's whole process group (its solver subprocesses and worker processes too)
+at its deadline or on the way out. A killed method has answered nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any, TypeVar
+
+from lipopt.estimators.base import EstimatorFailed
+from lipopt.workers import die_with_parent, may_fork
+
+T = TypeVar("T")
+
+#: seconds to wait for Pyomo's output-capture lock before killing a child (it is held only
+#: while a solve's output capture starts or ends; see lipopt.workers._terminate)
+CAPTURE_LOCK_WAIT = 2.0
+
+
+class OutOfTime(Exception):
+    """The child had not answered by its deadline and was killed."""
+
+
+def can_isolate() -> bool:
+    """This process may fork a child per method (POSIX, not a daemonic process)."""
+    return may_fork()
+
+
+def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
+    """``call()`` in a forked child: its answer, or its exception raised here.
+
+    Raises :class:`OutOfTime` when no answer came by ``kill_at`` (a :func:`time.monotonic`
+    time; None: no deadline). On every way out (answer, deadline, KeyboardInterrupt from a
+    signal received while waiting) the child and its process group are stopped."""
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
+    proc.start()
+    there.close()
+    try:
+        timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+        if not wait([here], timeout=timeout):
+            raise OutOfTime
+        try:
+            kind, payload = here.recv()
+        except EOFError:
+            proc.join(timeout=5)
+            raise EstimatorFailed(
+                f"its process ended without an answer (exit code {proc.exitcode})"
+            ) from None
+    finally:
+        _stop(proc)
+        here.close()
+    if kind == "error":
+        raise payload
+    return payload  # type: ignore[no-any-return]
+
+
+def _child(conn: Connection, call: Callable[[], Any], parent: int) -> None:
+    """In the child: its own process group (a terminal's Ctrl-C reaches the parent alone,
+    which decides; a kill of the group reaches whatever the method started), dead with its
+    parent; sends ``("ok", answer)`` or ``("error", exception)`` with the traceback as a note."""
+    os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
+    try:
+        answer: tuple[str, Any] = ("ok", call())
+    except BaseException as exc:  # noqa: BLE001 - raised again in the parent
+        exc.add_note("in the method's process:\n" + traceback.format_exc())
+        answer = ("error", exc)
+    try:
+        conn.send(answer)
+    except Exception:  # noqa: BLE001 - an answer that does not pickle
+        what = answer[1]
+        conn.send(("error", EstimatorFailed(f"{type(what).__name__}: {what}")))
+    conn.close()
+
+
+def _stop(proc: Any) -> None:
+    """Kill the child's process group (the child first if it has no group of its own yet)
+    while holding Pyomo's output-capture lock, which forked processes share: a child killed
+    inside that short section would leave the lock held for every later process."""
+    proc.join(timeout=0.5)
+    if not proc.is_alive():
+        return
+    pyomo = sys.modules.get("pyomo.common.dependencies")
+    lock = getattr(pyomo, "capture_output_lock", None)
+    held = lock is not None and lock.acquire(timeout=CAPTURE_LOCK_WAIT)
+    try:
+        for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.join(timeout=5)
+    finally:
+        if held:
+            lock.release()
