@@ -50,6 +50,7 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
     proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
     proc.start()
     there.close()
+    answered = False
     try:
         timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
         if not wait([here], timeout=timeout):
@@ -61,8 +62,9 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
             raise EstimatorFailed(
                 f"its process ended without an answer (exit code {proc.exitcode})"
             ) from None
+        answered = True
     finally:
-        _stop(proc)
+        _stop(proc, wait_for_exit=answered)
         here.close()
     if kind == "error":
         raise payload
@@ -89,11 +91,12 @@ def _child(conn: Connection, call: Callable[[], Any], parent: int) -> None:
     conn.close()
 
 
-def _stop(proc: Any) -> None:
-    """Kill the child's process group (the child first if it has no group of its own yet)
-    while holding Pyomo's output-capture lock, which forked processes share: a child killed
-    inside that short section would leave the lock held for every later process."""
-    proc.join(timeout=0.5)
+def _stop(proc: Any, wait_for_exit: bool) -> None:
+    """Kill the child's process group (the child first if it has no group of its own yet;
+    one that has answered is given half a second to end by itself) while holding Pyomo's
+    output-capture lock, which forked processes share: a child killed inside that short
+    section would leave the lock held for every later process."""
+    proc.join(timeout=0.5 if wait_for_exit else 0)
     if not proc.is_alive():
         return
     pyomo = sys.modules.get("pyomo.common.dependencies")
