@@ -30,6 +30,10 @@ T = TypeVar("T")
 CAPTURE_LOCK_WAIT = 2.0
 
 
+#: the signals that stop the command (see lipopt.cli.exits)
+SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 class OutOfTime(Exception):
     """The child had not answered by its deadline and was killed."""
 
@@ -48,10 +52,18 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
     ctx = mp.get_context("fork")
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
-    proc.start()
-    there.close()
+    # no signal lands between the fork and the try below, which stops the child on every way
+    # out (one left running would be waited for by multiprocessing at exit): held until then
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        proc.start()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
     answered = False
     try:
+        there.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held lands here, in the try
         timeout = None if kill_at is None else max(0.0, kill_at - time.monotonic())
         if not wait([here], timeout=timeout):
             raise OutOfTime
@@ -66,6 +78,7 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
     finally:
         _stop(proc, wait_for_exit=answered)
         here.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if kind == "error":
         raise payload
     return payload  # type: ignore[no-any-return]
@@ -78,6 +91,7 @@ def _child(conn: Connection, call: Callable[[], Any], parent: int) -> None:
     os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # blocked by the parent around fork
     try:
         answer: tuple[str, Any] = ("ok", call())
     except BaseException as exc:  # noqa: BLE001 - raised again in the parent
