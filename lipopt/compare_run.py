@@ -10,6 +10,7 @@ at its deadline or on the way out. A killed method has answered nothing.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import signal
@@ -32,6 +33,12 @@ CAPTURE_LOCK_WAIT = 2.0
 
 #: the signals that stop the command (see lipopt.cli.exits)
 SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+#: children started and not yet stopped: killed at exit if a second signal cut their stop short
+#: (multiprocessing would otherwise wait for them at exit; this handler, registered after its
+#: own, runs first)
+_LIVE: set[Any] = set()
 
 
 class OutOfTime(Exception):
@@ -57,6 +64,7 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
     held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         proc.start()
+        _LIVE.add(proc)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         raise
@@ -112,17 +120,31 @@ def _stop(proc: Any, wait_for_exit: bool) -> None:
     section would leave the lock held for every later process."""
     proc.join(timeout=0.5 if wait_for_exit else 0)
     if not proc.is_alive():
+        _LIVE.discard(proc)
         return
     pyomo = sys.modules.get("pyomo.common.dependencies")
     lock = getattr(pyomo, "capture_output_lock", None)
     held = lock is not None and lock.acquire(timeout=CAPTURE_LOCK_WAIT)
     try:
-        for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
-            try:
-                kill()
-            except (ProcessLookupError, PermissionError):
-                pass
+        _kill(proc)
         proc.join(timeout=5)
+        _LIVE.discard(proc)
     finally:
         if held:
             lock.release()
+
+
+def _kill(proc: Any) -> None:
+    """SIGKILL to the child's process group, and to the child."""
+    for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """At exit: kill the children whose stop was cut short."""
+    for proc in list(_LIVE):
+        _kill(proc)
