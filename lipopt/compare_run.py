@@ -123,7 +123,7 @@ def _stop(proc: Any, wait_for_exit: bool) -> None:
         _LIVE.discard(proc)
         return
     pyomo = sys.modules.get("pyomo.common.dependencies")
-    lock = getattr(pyomo, "capture_output_lock", None)
+    lock: Any = getattr(pyomo, "capture_output_lock", None)
     held = lock is not None and lock.acquire(timeout=CAPTURE_LOCK_WAIT)
     try:
         _kill(proc)
