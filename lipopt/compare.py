@@ -6,18 +6,25 @@
 A method that cannot run here (a missing optional dependency, an unavailable solver) is listed
 as :class:`Unavailable` with the reason, never silently dropped. Relative errors are taken
 against LipMIP's value when it ran to optimality.
+
+Each method runs in a forked child process (:mod:`lipopt.compare_run`) where the platform
+allows, so that ``time_limit`` bounds the whole comparison and Ctrl-C/SIGTERM stop it at once:
+a method stopped, or never started, for either is listed as :class:`Stopped`, with no value.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from numpy.typing import ArrayLike
 
 from lipopt import estimators
+from lipopt.compare_run import OutOfTime, can_isolate, run_killable
 from lipopt.domain import Domain
 from lipopt.estimators.base import (
     Estimate,
@@ -45,7 +52,55 @@ class Unavailable:
     reason: str
 
 
+@dataclass(frozen=True)
+class Stopped(Unavailable):
+    """A method stopped, or never started, by the time limit or an interruption: no value (a
+    method stopped early has proven nothing). ``status`` is ``time_limit`` or ``interrupted``;
+    ``seconds`` how long it ran, None when it did not start."""
+
+    status: str = "time_limit"
+    seconds: float | None = None
+
+
 Result = Union[Estimate, Unavailable]
+
+
+class CompareInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped :func:`compare`; ``results`` has one entry per method: the
+    finished ones, then the running one and the rest as :class:`Stopped` (``interrupted``)."""
+
+    def __init__(self, results: list[Result]) -> None:
+        super().__init__("compare interrupted")
+        self.results = results
+
+
+#: methods that take a ``time_limit`` and, stopped by it, still report a proven bound: they
+#: are given the time left as their own limit, and :func:`grace` more before they are killed
+TIMED = frozenset({"lipmip"})
+
+
+def grace(time_limit: float) -> float:
+    """Seconds a :data:`TIMED` method may run past the comparison's deadline to finish its
+    answer (a model built, a bound proven): the command ends within ``1.5 T + 5`` s."""
+    return 0.25 * time_limit + 2.0
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The comparison's deadline, if it has a time limit."""
+
+    limit: float | None
+    start: float = field(default_factory=time.monotonic)
+
+    def left(self) -> float | None:
+        """Seconds left (None: no limit)."""
+        return None if self.limit is None else self.limit - (time.monotonic() - self.start)
+
+    def kill_at(self, timed: bool) -> float | None:
+        """When a method still running is killed: the deadline (plus the grace if ``timed``)."""
+        if self.limit is None:
+            return None
+        return self.start + self.limit + (grace(self.limit) if timed else 0.0)
 
 
 def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
@@ -74,6 +129,7 @@ def compare(
     progress: Callable[[str], None] | None = None,
     *,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    time_limit: float | None = None,
 ) -> list[Result]:
     """Run the estimators in order; one result per method.
 
@@ -85,27 +141,72 @@ def compare(
         methods: names (list or comma string); default every estimator, cheapest first.
         progress: called with ``"<name>: running"`` before and ``"<name>: <value> (<s> s)"``
             after each method (the CLI prints these while slow methods run).
-        options: per-method keyword options, e.g. ``{"lipmip": {"time_limit": 60}}``.
+        options: per-method keyword options, e.g. ``{"lipmip": {"gap": 0.01}}``.
+        time_limit: seconds for the whole comparison. Each method gets what is left: LipMIP
+            as its own ``time_limit`` (stopped by it, its value is a certified upper bound),
+            the others until the deadline, when they are killed (:class:`Stopped`, no
+            value); a method with no time left is not started (:class:`Stopped` too).
+
+    Raises:
+        CompareInterrupted: on Ctrl-C or SIGTERM, with the results so far.
     """
     names = parse_methods(methods)
     problem(network, domain, norm, c, norms=EVERY_NORM)  # fail early on a bad request
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
     say = progress or (lambda _message: None)
     extra = options or {}
     unknown = sorted(set(extra) - set(estimators.ESTIMATORS))
     if unknown:
         raise ValueError(f"options given for unknown method(s): {', '.join(unknown)}")
+    clock = _Clock(time_limit)
     results: list[Result] = []
-    for name in names:
-        say(f"{name}: running")
+    for index, name in enumerate(names):
+        began = time.monotonic()
         try:
-            estimate = estimators.get(name)(network, domain, norm, c, **extra.get(name, {}))
-        except SKIPPABLE as exc:
-            results.append(Unavailable(name, estimators.KINDS[name], str(exc)))
-            say(f"{name}: unavailable ({exc})")
-            continue
-        say(f"{name}: {estimate.value:.6g} ({estimate.seconds:.2f} s)")
-        results.append(estimate)
+            results.append(_run(name, (network, domain, norm, c), extra.get(name, {}), clock, say))
+        except KeyboardInterrupt as exc:
+            ran = time.monotonic() - began
+            say(f"{name}: stopped (interrupted)")
+            stopped = Stopped(name, estimators.KINDS[name], "stopped by an interruption after "
+                              f"{ran:.1f} s: no value", "interrupted", ran)  # fmt: skip
+            rest = [Stopped(n, estimators.KINDS[n], "not run: interrupted before it started",
+                            "interrupted") for n in names[index + 1 :]]  # fmt: skip
+            raise CompareInterrupted([*results, stopped, *rest]) from exc
     return results
+
+
+def _run(
+    name: str,
+    request: tuple[Network, Domain, InputNorm | str, ArrayLike | None],
+    options: Mapping[str, Any],
+    clock: _Clock,
+    say: Callable[[str], None],
+) -> Result:
+    """One method within what is left of the time limit (in a child process where it can)."""
+    kind = estimators.KINDS[name]
+    left = clock.left()
+    if left is not None and left <= 0:
+        say(f"{name}: not run (time limit reached)")
+        return Stopped(name, kind, "not run: no time was left of the time limit", "time_limit")
+    opts = dict(options)
+    if left is not None and name in TIMED:
+        opts["time_limit"] = min(float(opts.get("time_limit", math.inf)), left)
+    call = functools.partial(estimators.get(name), *request, **opts)
+    say(f"{name}: running")
+    began = time.monotonic()
+    try:
+        estimate = run_killable(call, clock.kill_at(name in TIMED)) if can_isolate() else call()
+    except OutOfTime:
+        ran = time.monotonic() - began
+        say(f"{name}: stopped at the time limit ({ran:.2f} s)")
+        reason = f"stopped at the time limit after {ran:.1f} s: no value"
+        return Stopped(name, kind, reason, "time_limit", ran)
+    except SKIPPABLE as exc:
+        say(f"{name}: unavailable ({exc})")
+        return Unavailable(name, kind, str(exc))
+    say(f"{name}: {estimate.value:.6g} ({estimate.seconds:.2f} s)")
+    return estimate
 
 
 def exact_value(results: Sequence[Result]) -> float | None:
@@ -136,6 +237,13 @@ def format_table(results: Sequence[Result]) -> str:
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for result in results:
+        if isinstance(result, Stopped):
+            started = result.seconds is not None
+            how = f"{'stopped' if started else 'not run'} ({result.status})"
+            seconds = f"{result.seconds:.3f}" if result.seconds is not None else "-"
+            rows.append((result.name, "-", how, "-", seconds))
+            notes.append(f"{result.name}: {result.reason}")
+            continue
         if isinstance(result, Unavailable):
             rows.append((result.name, "-", result.kind.value, "-", "-"))
             notes.append(f"{result.name}: not run: {result.reason}")
@@ -172,7 +280,9 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
     Each entry also has ``relative_error`` (None without an exact value); lipmip adds its
     ``status``; the methods whose value is a solver's certificate re-proven in numpy (shor,
     hr2, lipopt3/4) add ``proof_correction``, what the proof added to the solver's own value; a
-    method that did not run has ``value``/``seconds`` None and a ``reason``.
+    method that did not run has ``value``/``seconds`` None and a ``reason``; one stopped (or
+    not started) by the time limit or an interruption adds ``status`` (``time_limit`` or
+    ``interrupted``) and has the ``seconds`` it ran (None if it did not start).
     """
     exact = exact_value(results)
     entries: list[dict[str, Any]] = []
@@ -183,9 +293,10 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
                     "name": result.name,
                     "value": None,
                     "kind": result.kind.value,
-                    "seconds": None,
+                    "seconds": result.seconds if isinstance(result, Stopped) else None,
                     "relative_error": None,
                     "reason": result.reason,
+                    **({"status": result.status} if isinstance(result, Stopped) else {}),
                 }
             )
             continue

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.progress import example_c
+
+if TYPE_CHECKING:
+    from lipopt.compare import Result
 
 COMPARE_EPILOG = """\
 examples:
@@ -16,7 +21,8 @@ examples:
   lipopt compare models/synthetic-2x20x40x20x2.onnx --box 0,1 --c 1,-1
   # a few methods on an l-inf ball, as JSON
   lipopt compare net.onnx --center x.npy --radius 0.1 --methods fastlip,liplp,lipmip --json
-  # cap LipMIP at 60 s (then its value is a certified upper bound, labelled as such)
+  # the whole command in 60 s: each method gets what is left; LipMIP stopped early reports a
+  # certified upper bound, any other method still running is stopped and listed with no value
   lipopt compare net.onnx --box 0,1 --c 1,-1 --time-limit 60
   # the polynomial-optimization bounds (Chen et al. 2020) beside the exact value
   lipopt compare net.onnx --center x.npy --radius 0.1 --methods shor,hr2,lipopt3,lipmip
@@ -30,8 +36,9 @@ guarantees: upper (certified upper bound), lower (attained at some input), heuri
 guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
 value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]';
 shor, hr2 and lipopt3/4 beyond two hidden layers; a method not built for --norm l2) is listed
-with the reason. See
-docs/estimators.md for what each method computes.
+with the reason. Ctrl-C or SIGTERM stops the command within seconds: it prints the finished
+methods and lists the others as stopped (exit status 130 or 143). See docs/estimators.md for
+what each method computes.
 """
 
 
@@ -67,7 +74,10 @@ def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-limit",
         type=float,
         metavar="S",
-        help="seconds for lipmip; stopped early it reports a certified upper bound",
+        help="seconds for the whole command: each method gets what is left (lipmip as its "
+        "time limit: stopped early it reports a certified upper bound; any other method still "
+        "running then is stopped and listed with no value; a method with no time left is not "
+        "run)",
     )
     run.add_argument(
         "--seed", type=int, default=0, help="seed of the sampling methods (default: 0)"
@@ -84,16 +94,13 @@ def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
-    """Per-method options from the command line: solvers, LipMIP's time limit, seeds."""
-    lipmip: dict[str, object] = {"solver": args.solver}
-    if args.time_limit is not None:
-        if args.time_limit <= 0:
-            raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
-        lipmip["time_limit"] = args.time_limit
+    """Per-method options from the command line: solvers and seeds."""
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
     sdp = {} if args.sdp_solver is None else {"solver": args.sdp_solver.upper()}
     return {
         "liplp": {"solver": args.solver},
-        "lipmip": lipmip,
+        "lipmip": {"solver": args.solver},
         "lipsdp": sdp,
         "shor": sdp,
         "hr2": sdp,
@@ -104,8 +111,9 @@ def _compare_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    """Run the chosen estimators, then print their table or the JSON."""
-    from lipopt.compare import compare, format_table, parse_methods, to_json
+    """Run the chosen estimators, then print their table or the JSON (interrupted: those of
+    the finished methods and the stopped ones, then the interruption goes on to its exit)."""
+    from lipopt.compare import CompareInterrupted, compare, parse_methods
 
     say = _progress(args.quiet)
     methods = parse_methods(args.methods)
@@ -120,9 +128,22 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
     options = {k: v for k, v in _compare_options(args).items() if k in methods}
-    results = compare(network, domain, args.norm, c, methods, progress=say, options=options)
+    try:
+        results = compare(
+            network, domain, args.norm, c, methods, say, options=options, time_limit=args.time_limit
+        )
+    except CompareInterrupted as stop:
+        _print_results(args, stop.results)
+        raise
+    _print_results(args, results)
+    return 0
+
+
+def _print_results(args: argparse.Namespace, results: Sequence[Result]) -> None:
+    """The table, or the JSON with the model and the norm."""
+    from lipopt.compare import format_table, to_json
+
     if args.json:
         print(json.dumps({**to_json(results), "model": args.model, "norm": args.norm}, indent=2))
     else:
         print(format_table(results))
-    return 0
