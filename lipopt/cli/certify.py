@@ -104,6 +104,11 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    _add_points_arguments(parser)
+
+
+def _add_points_arguments(parser: argparse.ArgumentParser) -> None:
+    """A dataset of points certified as a batch, instead of one centre."""
     points = parser.add_argument_group("a dataset of points (instead of --center)")
     points.add_argument(
         "--points", metavar="FILE", help=".npy of n inputs, shape (n, d) or (n, ...)"
