@@ -36,7 +36,7 @@ from lipopt.estimators.base import (
 )
 from lipopt.network import Network
 from lipopt.norms import EVERY_NORM, InputNorm
-from lipopt.solvers import SolverError
+from lipopt.solvers import SolverError, registry
 
 #: what can stop a method without being a bug: a missing extra, an unusable solver, or a
 #: method that ran and failed (an SDP solver's failure status)
@@ -150,15 +150,9 @@ def compare(
     Raises:
         CompareInterrupted: on Ctrl-C or SIGTERM, with the results so far.
     """
-    names = parse_methods(methods)
-    problem(network, domain, norm, c, norms=EVERY_NORM)  # fail early on a bad request
-    if time_limit is not None and not time_limit > 0:
-        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    names = check_compare(network, domain, norm, c, methods, options, time_limit)
     say = progress or (lambda _message: None)
     extra = options or {}
-    unknown = sorted(set(extra) - set(estimators.ESTIMATORS))
-    if unknown:
-        raise ValueError(f"options given for unknown method(s): {', '.join(unknown)}")
     clock = _Clock(time_limit)
     results: list[Result] = []
     for index, name in enumerate(names):
@@ -174,6 +168,32 @@ def compare(
                             "interrupted") for n in names[index + 1 :]]  # fmt: skip
             raise CompareInterrupted([*results, stopped, *rest]) from exc
     return results
+
+
+def check_compare(
+    network: Network,
+    domain: Domain,
+    norm: InputNorm | str,
+    c: ArrayLike | None,
+    methods: str | Sequence[str] | None,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    time_limit: float | None,
+) -> list[str]:
+    """Refuse a bad request before any method runs (what :func:`compare` raises, with nothing
+    run or printed); the method names in order."""
+    names = parse_methods(methods)
+    problem(network, domain, norm, c, norms=EVERY_NORM)
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    extra = options or {}
+    unknown = sorted(set(extra) - set(estimators.ESTIMATORS))
+    if unknown:
+        raise ValueError(f"options given for unknown method(s): {', '.join(unknown)}")
+    for name in names:  # the MIP methods' solver: an unknown or missing one is refused now
+        solver = extra.get(name, {}).get("solver")
+        if name in ("liplp", "lipmip") and solver is not None:
+            registry.get(str(solver))
+    return names
 
 
 def _run(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args
+from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args, limit_left
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.progress import example_c
@@ -113,7 +113,7 @@ def _compare_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
 def run_compare(args: argparse.Namespace) -> int:
     """Run the chosen estimators, then print their table or the JSON (interrupted: those of
     the finished methods and the stopped ones, then the interruption goes on to its exit)."""
-    from lipopt.compare import CompareInterrupted, compare, parse_methods
+    from lipopt.compare import CompareInterrupted, check_compare, compare, parse_methods
 
     say = _progress(args.quiet)
     methods = parse_methods(args.methods)
@@ -126,11 +126,13 @@ def run_compare(args: argparse.Namespace) -> int:
             f"{network.output_dim} numbers, e.g. --c {example_c(network.output_dim)}): the "
             "estimators bound c^T f"
         )
-    say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
     options = {k: v for k, v in _compare_options(args).items() if k in methods}
+    check_compare(network, domain, args.norm, c, methods, options, args.time_limit)
+    limit = limit_left(args.time_limit)  # the command's start-up counts against the limit
+    say(f"loaded {args.model}: widths {list(network.widths)}; running {', '.join(methods)}")
     try:
         results = compare(
-            network, domain, args.norm, c, methods, say, options=options, time_limit=args.time_limit
+            network, domain, args.norm, c, methods, say, options=options, time_limit=limit
         )
     except CompareInterrupted as stop:
         _print_results(args, stop.results)
