@@ -23,7 +23,7 @@ from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.regions import RegionOptions
 from lipopt.solvers import get
-from lipopt.solvers.registry import QUADRATIC, adapter_key, is_auto
+from lipopt.solvers.registry import capabilities, is_auto
 from lipopt.split import SplitOptions
 
 FloatArray = NDArray[np.float64]
@@ -252,7 +252,7 @@ def _check_l2_output(config: SolveConfig, query: Query) -> None:
     one (SCIP; ``auto`` picks it)."""
     if query.seed is not OutputNorm.L2 or not config.exact or is_auto(config.solver):
         return
-    if adapter_key(config.solver) not in QUADRATIC:
+    if not capabilities(config.solver).quadratic:
         raise LipschitzError(
             f"the l2 output norm's ball is a quadratic constraint, which {config.solver} does "
             "not take; use solver scip (or auto), or mode lp for an upper bound"

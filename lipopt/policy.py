@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from lipopt.solvers import registry
+
 #: ``split="auto"`` splits box domains of at most this many inputs (measured in
 #: benchmarks/speed.py: in 2-D halving a box quickly stabilises neurons; in 10-D and up
 #: bisection alone prunes nothing and the MIP on the whole domain is faster)
@@ -126,12 +128,10 @@ MIN_RACE_SECONDS = 1.0
 #: bounds
 MIN_LEADER_SPLIT_SECONDS = 60.0
 
-#: per solver, options for a solve under a cutoff. HiGHS: the adapter re-runs every
-#: "infeasible" verdict of its MIP presolve with presolve off (presolve has called feasible
-#: Lipschitz models infeasible); under a cutoff "infeasible" is the common, expected answer,
-#: so start without presolve ([64,20,20,2] l-inf ball, l1 norm: 19.6 s -> 10.9 s, the retries
-#: were 7.4 s)
-CUTOFF_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
+#: per solver, options for a solve under a cutoff: what each adapter declares
+#: (``CUTOFF_OPTIONS`` of :class:`~lipopt.solvers.adapter.Adapter`; HiGHS's, presolve off, with
+#: the measurement behind it)
+CUTOFF_OPTIONS: dict[str, dict[str, Any]] = registry.CUTOFF_OPTIONS
 
 #: the ℓ1 decomposition's start: gradients at this many uniform random points of the domain
 #: (numpy, about 10 ms), of which the best few are verified as witnesses
@@ -165,12 +165,12 @@ BUILD_SECONDS_PER_WEIGHT = 3.5e-6
 #: [200,500,500,1] (1.07 M nonzeros) it took 13.6 s under a 1 s limit and reduced nothing;
 #: without it the same solve stopped after 3.0 s with a proven bound. With a time limit, where
 #: weights times this rate exceed ``PRESOLVE_LIMIT_SHARE`` of the limit, the solve runs with
-#: ``LARGE_MODEL_OPTIONS``
+#: ``LARGE_MODEL_OPTIONS``, what each adapter declares for such a model
 PRESOLVE_SECONDS_PER_WEIGHT = 3.9e-5
 
 PRESOLVE_LIMIT_SHARE = 0.5
 
-LARGE_MODEL_OPTIONS: dict[str, dict[str, Any]] = {"highs": {"presolve": "off"}}
+LARGE_MODEL_OPTIONS: dict[str, dict[str, Any]] = registry.LARGE_MODEL_OPTIONS
 
 #: seconds to give the probe (the backward model alone, in-process) before racing: most
 #: problems finish within it and never pay for starting processes

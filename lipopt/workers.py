@@ -22,10 +22,11 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from lipopt.solvers import SolverError, SolverFailure
+from lipopt.solvers.registry import FORKABLE, capabilities
 
-#: solvers that run inside the Python process (a terminated worker stops its solve; CBC runs as
-#: a subprocess a terminated worker would orphan; Gurobi's safety under fork is unchecked)
-FORK_SOLVERS = frozenset({"highs", "scip"})
+#: solvers that may solve in a forked worker (those whose adapter declares ``FORKABLE``: they
+#: run inside the Python process, so a terminated worker stops its solve)
+FORK_SOLVERS = FORKABLE
 
 #: seconds to wait for Pyomo's output-capture lock before stopping a worker (see
 #: :func:`_terminate`; the lock is held only while a solve's output capture starts or ends)
@@ -51,7 +52,7 @@ def may_fork() -> bool:
 
 def can_fork(solver: str) -> bool:
     """An in-process solver, two cores or more, and a process that may fork children."""
-    return solver in FORK_SOLVERS and available_cores() >= 2 and may_fork()
+    return capabilities(solver).forkable and available_cores() >= 2 and may_fork()
 
 
 def process_count(solver: str, workers: int | None, tasks: int, cores: int, fork: bool) -> int:
@@ -60,7 +61,7 @@ def process_count(solver: str, workers: int | None, tasks: int, cores: int, fork
     be forked (a subprocess solver, one core, or ``fork`` False)."""
     if workers is not None and workers <= 1:
         return 1
-    if not (solver in FORK_SOLVERS and cores >= 2 and fork):
+    if not (capabilities(solver).forkable and cores >= 2 and fork):
         return 1
     limit = cores if workers is None else min(workers, cores)
     return max(1, min(limit, tasks))

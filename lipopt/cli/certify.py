@@ -10,6 +10,7 @@ from lipopt.certify import BUDGET_SPENT, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
 from lipopt.cli.common import _progress
 from lipopt.cli.exits import exit_status
+from lipopt.cli.solvers import solver_help
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
 
@@ -84,8 +85,7 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--solver",
         default="auto",
-        help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
-        "where the two formulations are raced), highs, scip, cbc or gurobi",
+        help=solver_help(),
     )
     parser.add_argument(
         "--time-limit",

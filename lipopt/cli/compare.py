@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args, limit_left
+from lipopt.cli.solvers import solver_list
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.progress import example_c
@@ -67,8 +68,8 @@ def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--solver",
         default="auto",
-        help="solver for liplp and lipmip: auto (as in lipopt solve; the default), highs, scip, "
-        "cbc or gurobi",
+        help="solver for liplp and lipmip: auto (as in lipopt solve; the default), "
+        f"{solver_list()}",
     )
     run.add_argument(
         "--time-limit",

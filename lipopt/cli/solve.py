@@ -17,6 +17,7 @@ from lipopt.cli.common import (
     limit_left,
 )
 from lipopt.cli.exits import exit_status
+from lipopt.cli.solvers import solver_help
 from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, check_arguments, lipschitz
@@ -93,8 +94,7 @@ def _add_solving_arguments(parser: argparse.ArgumentParser) -> None:
     sol.add_argument(
         "--solver",
         default="auto",
-        help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
-        "where the two formulations are raced), highs, scip, cbc or gurobi",
+        help=solver_help(),
     )
     sol.add_argument(
         "--mode",

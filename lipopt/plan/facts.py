@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lipopt.solvers.registry import ADAPTERS
+from lipopt.solvers.registry import is_usable
 from lipopt.workers import available_cores, may_fork, process_count
 
 
@@ -29,5 +29,5 @@ class Facts:
 
 def facts_here(solvers: frozenset[str]) -> Facts:
     """This process's facts; of ``solvers``, those usable here."""
-    usable = frozenset(name for name in solvers if ADAPTERS[name]().available())
+    usable = frozenset(name for name in solvers if is_usable(name))
     return Facts(available_cores(), may_fork(), usable)

@@ -14,7 +14,7 @@ from typing import Union
 from lipopt.config import SolveConfig
 from lipopt.formulation.build import Formulation
 from lipopt.regions import RegionOptions
-from lipopt.solvers.registry import QUADRATIC
+from lipopt.solvers.registry import capabilities
 from lipopt.split import SplitOptions
 
 
@@ -53,7 +53,7 @@ class Mip:
         """The model may use quadratic rows: exact mode on a solver that takes them (SCIP), for
         the ℓ2 input norm's ``t <= ||g||_2^2`` and the ℓ2 output norm's ball (the LP mode's
         relaxation must stay an LP)."""
-        return self.config.exact and self.solver in QUADRATIC
+        return self.config.exact and capabilities(self.solver).quadratic
 
     @property
     def l2_objective(self) -> str | None:

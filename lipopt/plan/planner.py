@@ -29,7 +29,7 @@ from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
 from lipopt.regions import RegionOptions
-from lipopt.solvers.registry import AUTO_ADAPTER, adapter_key, is_auto
+from lipopt.solvers.registry import adapter_key, is_auto, resolve
 from lipopt.split import SplitOptions
 
 
@@ -37,8 +37,7 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
     config = _resolved(query, config, policy)
     if uses_l2(query) and is_auto(config.solver):
-        chosen = policy.auto_l2_solver
-        config = config.but(solver=chosen if chosen in facts.solvers else AUTO_ADAPTER)
+        config = config.but(solver=resolve(config.solver, facts.solvers, policy.auto_l2_solver))
     racing = config.formulation is None and (
         facts.processes(adapter_name(config.solver), config.workers, 2) >= 2
     )
@@ -151,9 +150,9 @@ def adapter_name(solver: str) -> str:
 def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) -> str:
     """The adapter that solves ``form`` in the race: ``solver`` itself unless it is "auto"."""
     if not is_auto(solver):
-        return solver
-    chosen = policy.auto_race_solvers[form]
-    return chosen if chosen in facts.solvers else AUTO_ADAPTER  # not installed: HiGHS both
+        return solver  # as the user spelled it (the racer's name shows it)
+    # the policy's pick where installed, else HiGHS for both models
+    return resolve(solver, facts.solvers, policy.auto_race_solvers[form])
 
 
 def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool) -> Race:

@@ -1,5 +1,6 @@
 """Solver adapters behind one small protocol (see :mod:`lipopt.solvers.base`)."""
 
+from lipopt.solvers.adapter import Adapter, Capabilities
 from lipopt.solvers.base import (
     NoBoundError,
     SolveOptions,
@@ -12,6 +13,8 @@ from lipopt.solvers.base import (
 from lipopt.solvers.registry import available, get
 
 __all__ = [
+    "Adapter",
+    "Capabilities",
     "NoBoundError",
     "SolveOptions",
     "SolveResult",

@@ -13,15 +13,6 @@ if TYPE_CHECKING:
 #: relative and absolute gaps used for an "exact" solve: far below the 1e-6 we promise
 EXACT_GAP = 1e-9
 
-#: name -> how to install the solver (:mod:`lipopt.solvers.registry` and the adapters say it)
-INSTALL_HINTS: dict[str, str] = {
-    "highs": "pip install highspy  (a dependency of lipopt)",
-    "scip": "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)",
-    "cbc": "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
-    "the cbcbox wheel's CBC build is refused: docs/solvers.md)",
-    "gurobi": 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)',
-}
-
 
 class SolverError(RuntimeError):
     """The solver is missing, refused an option, refused the model, or failed; the message
@@ -112,7 +103,8 @@ class SolveResult:
 
 
 class Solver(Protocol):
-    """A MIP/LP solver adapter: maximises ``model.objective`` of a Pyomo model."""
+    """A MIP/LP solver adapter: maximises ``model.objective`` of a Pyomo model. The adapters
+    derive from :class:`lipopt.solvers.adapter.Adapter`, which declares what each can do."""
 
     name: str
 

@@ -43,15 +43,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lipopt.solvers.adapter import Adapter
 from lipopt.solvers.base import (
     EXACT_GAP,
-    INSTALL_HINTS,
     SolveOptions,
     SolverError,
     SolveResult,
     SolverFailure,
     Termination,
-    constant_objective_result,
 )
 from lipopt.solvers.cbc_log import (
     _LP_OBJECTIVE,
@@ -78,9 +77,6 @@ _REJECTED = re.compile(r"^(?:Unrecognized parameter - \S+|No match for \S+)(?= |
 _VERSION = re.compile(
     r"^(?:CBC\s+(?:version\s+)?|Version:\s*)([^\s(]+)(?:\s+\((\S+?)\))?", re.MULTILINE
 )
-
-#: install hint (:data:`lipopt.solvers.base.INSTALL_HINTS`'s)
-INSTALL_HINT = INSTALL_HINTS["cbc"]
 
 #: CBC builds (a word of their version) that are never run: they claim wrong optima
 DEFECTIVE_BUILDS: dict[str, str] = {
@@ -139,12 +135,16 @@ def _banner(path: str) -> str | None:
     return text
 
 
-class CbcSolver:
-    """CBC: open source MIP, run as a subprocess on an LP file."""
+class CbcSolver(Adapter):
+    """CBC: open source MIP, run as a subprocess on an LP file (so never in a forked worker: a
+    terminated worker would orphan it)."""
 
     name = "cbc"
-    supports_mip = True
-    install_hint = INSTALL_HINT
+    label = "CBC"
+    install_hint = (
+        "apt-get install coinor-cbc  (Debian/Ubuntu's CBC 2.10, used from PATH; "
+        "the cbcbox wheel's CBC build is refused: docs/solvers.md)"
+    )
 
     def __init__(self, path: str | None = None) -> None:
         self._path = path
@@ -155,27 +155,26 @@ class CbcSolver:
             self._path = executable()
         return self._path
 
-    def available(self) -> bool:
-        """A binary that runs as CBC and is not a defective build (even if given by path)."""
+    def why_unavailable(self) -> str:
+        """Why there is no binary that runs as CBC and is not a defective build (even one given
+        by path); "" when there is."""
         path = self.executable()
-        banner = None if path is None else _banner(path)
-        return banner is not None and defect(banner) is None
+        if path is None:
+            return "CBC is not installed (no cbc on PATH that runs as a sound CBC build)"
+        banner = _banner(path)
+        if banner is None:
+            return f"CBC is not installed ({path} does not run as CBC)"
+        reason = defect(banner)
+        return "" if reason is None else f"refusing {path}: {reason}"
 
     def version(self) -> str:
         path = self.executable()
         banner = None if path is None else _banner(path)
         return "unknown" if banner is None else _version(banner)
 
-    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
-        trivial = constant_objective_result(model, self.name)
-        if trivial is not None:
-            return trivial
+    def _solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         path = self.executable()
-        banner = None if path is None else _banner(path)
-        reason = None if banner is None else defect(banner)
-        if reason is not None:
-            raise SolverError(f"refusing {path}: {reason}; {self.install_hint}")
-        if path is None or banner is None:
+        if path is None:  # Adapter.solve checked that it is usable: only if told it is
             raise SolverError(f"CBC is not installed: {self.install_hint}")
         import pyomo.environ as pe
 
@@ -313,6 +312,10 @@ class CbcSolver:
         if termination in (Termination.TIME_LIMIT, Termination.INTERRUPTED) and rounded is not None:
             return rounded if incumbent is None else max(rounded, incumbent)
         return None
+
+
+#: install hint (the adapter's declaration)
+INSTALL_HINT = CbcSolver.install_hint
 
 
 def _has_integers(model: pe.ConcreteModel) -> bool:

@@ -16,15 +16,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from lipopt.solvers.adapter import Adapter
 from lipopt.solvers.base import (
     EXACT_GAP,
     SolveOptions,
-    SolverError,
     SolveResult,
     SolverFailure,
     Termination,
     closed_exactly,
-    constant_objective_result,
 )
 
 if TYPE_CHECKING:
@@ -79,11 +78,12 @@ def _values(results: Any) -> pe.ComponentMap:
     return pe.ComponentMap(results.solution_loader.get_vars())
 
 
-class GurobiSolver:
-    """Gurobi: commercial MIP, in-process through gurobipy."""
+class GurobiSolver(Adapter):
+    """Gurobi: commercial MIP, in-process through gurobipy (not forked: its safety under fork
+    is unchecked)."""
 
     name = "gurobi"
-    supports_mip = True
+    label = "Gurobi"
     install_hint = 'pip install "lipopt[gurobi]"  (gurobipy, with a size-limited licence)'
 
     def _factory(self) -> Any:
@@ -91,22 +91,18 @@ class GurobiSolver:
 
         return GurobiDirect()
 
-    def available(self) -> bool:
+    def why_unavailable(self) -> str:
         try:
-            return bool(self._factory().available())
-        except Exception:  # noqa: BLE001 - a broken installation is "not available"
-            return False
+            status = self._factory().available()
+        except Exception as exc:  # noqa: BLE001 - a broken installation is "not available"
+            return f"Gurobi is not usable here ({type(exc).__name__}: {exc})"
+        return "" if status else f"Gurobi is not usable here ({getattr(status, 'name', status)})"
 
     def version(self) -> str:
         version = self._factory().version()
         return "unknown" if version is None else ".".join(str(p) for p in version)
 
-    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
-        trivial = constant_objective_result(model, self.name)
-        if trivial is not None:
-            return trivial
-        if not self.available():
-            raise SolverError(f"Gurobi is not available: {self.install_hint}")
+    def _solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         import gurobipy
 
         solver = self._factory()

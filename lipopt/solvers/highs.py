@@ -14,17 +14,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lipopt.solvers.adapter import Adapter
 from lipopt.solvers.base import (
     SolveOptions,
     SolverError,
     SolveResult,
     SolverFailure,
     Termination,
-    constant_objective_result,
 )
 
 if TYPE_CHECKING:
@@ -162,28 +163,34 @@ def _version() -> str:
     return str(highspy.Highs().version())
 
 
-class HighsSolver:
+class HighsSolver(Adapter):
     """The default adapter: open source, in-process, MIP and LP."""
 
     name = "highs"
-    supports_mip = True
+    label = "HiGHS"
+    install_hint = "pip install highspy  (a dependency of lipopt)"
+    FORKABLE = True
+    #: under a cutoff "infeasible" is the common, expected answer, and the adapter re-runs every
+    #: "infeasible" verdict of its MIP presolve with presolve off (presolve has called feasible
+    #: Lipschitz models infeasible), so start without presolve ([64,20,20,2] l-inf ball, l1
+    #: norm: 19.6 s -> 10.9 s, the retries were 7.4 s)
+    CUTOFF_OPTIONS = MappingProxyType({"presolve": "off"})
+    #: HiGHS's MIP presolve does not stop at the time limit: on the forward model of
+    #: [200,500,500,1] (1.07 M nonzeros) it took 13.6 s under a 1 s limit and reduced nothing;
+    #: without it the same solve stopped after 3.0 s with a proven bound
+    LARGE_MODEL_OPTIONS = MappingProxyType({"presolve": "off"})
 
-    def available(self) -> bool:
+    def why_unavailable(self) -> str:
         try:
             import highspy  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        except ImportError as exc:
+            return f"HiGHS is not installed (highspy: {exc})"
+        return ""
 
     def version(self) -> str:
         return _version()
 
-    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
-        if not self.available():
-            raise SolverError("HiGHS is not available: pip install highspy")
-        trivial = constant_objective_result(model, self.name)
-        if trivial is not None:
-            return trivial
+    def _solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         import pyomo.environ as pe
         from pyomo.common.errors import InfeasibleConstraintException
 

@@ -23,15 +23,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lipopt.solvers.adapter import Adapter
 from lipopt.solvers.base import (
-    INSTALL_HINTS,
     SolveOptions,
     SolverError,
     SolveResult,
     SolverFailure,
     Termination,
     closed_exactly,
-    constant_objective_result,
 )
 
 if TYPE_CHECKING:
@@ -160,28 +159,26 @@ def _configure(scip: Any, options: SolveOptions) -> Any:
     return stopping
 
 
-class ScipSolver:
-    """SCIP: open source (Apache 2.0), in-process, MIP and LP."""
+class ScipSolver(Adapter):
+    """SCIP: open source (Apache 2.0), in-process, MIP and LP, and nonconvex quadratic rows."""
 
     name = "scip"
-    supports_mip = True
+    label = "SCIP"
+    install_hint = "pip install pyscipopt  (a dependency of lipopt; SCIP itself is in its wheel)"
+    QUADRATIC = True  # by spatial branching (:func:`_quadratic`)
+    FORKABLE = True
 
-    def available(self) -> bool:
+    def why_unavailable(self) -> str:
         try:
             import pyscipopt  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        except ImportError as exc:
+            return f"SCIP is not installed (pyscipopt: {exc})"
+        return ""
 
     def version(self) -> str:
         return _version()
 
-    def solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
-        if not self.available():
-            raise SolverError(f"SCIP is not available: {INSTALL_HINTS['scip']}")
-        trivial = constant_objective_result(model, self.name)
-        if trivial is not None:
-            return trivial
+    def _solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
         scip, columns = self._translate(model)
         if scip is None:
             return SolveResult(
