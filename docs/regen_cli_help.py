@@ -1,5 +1,6 @@
-"""Rewrite the ``--help`` blocks of docs/cli.md from the parser, and its table of JSON keys from
-lipopt/schema.py (run after changing either).
+"""Rewrite the ``--help`` blocks of docs/cli.md from the parser, its table of JSON keys from
+lipopt/schema.py, and its statuses' verdicts and table from lipopt/status.py and
+lipopt/cli/exits.py (run after changing any of them).
 
     python docs/regen_cli_help.py
 
@@ -37,15 +38,38 @@ def help_text(argv: list[str]) -> str:
 #: the JSON keys' table sits between these two lines
 KEYS_START = "<!-- json-keys: generated from lipopt/schema.py by docs/regen_cli_help.py -->\n"
 KEYS_END = "\n<!-- /json-keys -->"
+#: the summary's verdict of each status, and the statuses' table
+VERDICTS = ("<!-- verdicts: generated from lipopt/status.py by docs/regen_cli_help.py -->\n",
+            "\n<!-- /verdicts -->")  # fmt: skip
+STATUSES = ("<!-- statuses: generated from lipopt/status.py by docs/regen_cli_help.py -->\n",
+            "\n<!-- /statuses -->")  # fmt: skip
+
+
+def verdicts() -> str:
+    """The list of what ``lipopt solve``'s summary says after each status."""
+    from lipopt.status import Status
+
+    lines = [f"- `{status}: {status.facts.verdict}`" for status in Status]
+    return ";\n".join(lines) + "."
+
+
+def between(page: str, markers: tuple[str, str], text: str) -> str:
+    """``page`` with ``text`` between the two marker lines."""
+    start, end = markers
+    head, rest = page.split(start, 1)
+    return head + start + text + end + rest.split(end, 1)[1]
 
 
 def render(page: str) -> str:
     """``page`` with every help block replaced by the parser's current output, and the JSON
-    keys' table by :func:`lipopt.schema.markdown_table`."""
+    keys' table by :func:`lipopt.schema.markdown_table`, the statuses' by
+    :func:`lipopt.cli.exits.statuses_table` and :func:`verdicts`."""
+    from lipopt.cli.exits import statuses_table
     from lipopt.schema import markdown_table
 
-    head, rest = page.split(KEYS_START, 1)
-    page = head + KEYS_START + markdown_table() + KEYS_END + rest.split(KEYS_END, 1)[1]
+    page = between(page, (KEYS_START, KEYS_END), markdown_table())
+    page = between(page, VERDICTS, verdicts())
+    page = between(page, STATUSES, statuses_table())
     for title, argv in COMMANDS.items():
         pattern = re.compile(r"(## `" + re.escape(title) + r"`.*?```\n)(.*?)(\n```)", re.S)
         text = help_text(argv)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.status import Status
 from lipopt.verify import EXACT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 FloatArray = NDArray[np.float64]
 
 #: statuses of an answer that finished: optimal, or within the requested gap
-FINISHED = ("optimal", "gap_limit")
+FINISHED = tuple(status for status in Status if status.facts.finished)
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,7 @@ class Bracket:
         upper: proven upper bound.
         lower: a value attained at ``witness`` (recomputed in numpy), or None.
         witness: the input where ``lower`` is attained.
-        status: ``optimal``, ``gap_limit``, ``time_limit``, ``solver_error``, ``interrupted`` or
-            ``relaxation``.
+        status: how it ended (:class:`~lipopt.status.Status`; a status's value is converted).
         exact_certified: ``upper`` is attained on a full-dimensional region
             (:func:`lipopt.heuristics.witness.attains`).
         model_stats, timings, solver, nodes, refinements, message: as in
@@ -49,7 +49,7 @@ class Bracket:
     upper: float
     lower: float | None
     witness: FloatArray | None
-    status: str
+    status: Status
     exact_certified: bool
     model_stats: dict[str, int]
     timings: dict[str, float]
@@ -58,6 +58,9 @@ class Bracket:
     refinements: int = 0
     message: str = ""
     model: LipschitzModel | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))  # "optimal" -> Status.OPTIMAL
 
     @property
     def value(self) -> float:
@@ -109,7 +112,7 @@ def meet(results: list[Any]) -> Any:
         upper=upper,
         lower=best_lower.lower,
         witness=best_lower.witness,
-        status="optimal" if met else best_upper.status if sound else "solver_error",
+        status=Status.OPTIMAL if met else best_upper.status if sound else Status.SOLVER_ERROR,
         exact_certified=met and best_lower.exact_certified,
     )
     if not sound:  # every bound is below the attained value: none can be trusted

@@ -35,6 +35,7 @@ from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.split import gradient_box_norm
+from lipopt.status import Status, Unsolved
 
 #: the balls a radius is certified in
 Ball = LinfBall | L1Ball | L2Ball
@@ -42,7 +43,7 @@ Ball = LinfBall | L1Ball | L2Ball
 BALL_NORMS: dict[type, str] = {LinfBall: "linf", L1Ball: "l1", L2Ball: "l2"}
 #: the status of a constant left unsolved because the call's total time limit was spent: its
 #: value is the interval bound (a proven upper bound), so the radius stays certified
-BUDGET_SPENT = "total_time_limit"
+BUDGET_SPENT = Unsolved.TOTAL_TIME_LIMIT
 
 
 class CertifyMethod(str, Enum):
@@ -228,7 +229,7 @@ def certify(
         statuses=constant.statuses,
         seconds=time.perf_counter() - start,
         lower=constant.lower,
-        exact={name: status == "optimal" for name, status in constant.statuses.items()},
+        exact={name: status == Status.OPTIMAL for name, status in constant.statuses.items()},
         total_time_limit=None if total_time_limit is None else float(total_time_limit),
     )
 

@@ -37,6 +37,7 @@ from lipopt.estimators.base import (
 from lipopt.network import Network
 from lipopt.norms import EVERY_NORM, InputNorm
 from lipopt.solvers import SolverError, registry
+from lipopt.status import Status
 
 #: what can stop a method without being a bug: a missing extra, an unusable solver, or a
 #: method that ran and failed (an SDP solver's failure status)
@@ -58,7 +59,7 @@ class Stopped(Unavailable):
     method stopped early has proven nothing). ``status`` is ``time_limit`` or ``interrupted``;
     ``seconds`` how long it ran, None when it did not start."""
 
-    status: str = "time_limit"
+    status: Status = Status.TIME_LIMIT
     seconds: float | None = None
 
 
@@ -163,9 +164,9 @@ def compare(
             ran = time.monotonic() - began
             say(f"{name}: stopped (interrupted)")
             stopped = Stopped(name, estimators.KINDS[name], "stopped by an interruption after "
-                              f"{ran:.1f} s: no value", "interrupted", ran)  # fmt: skip
+                              f"{ran:.1f} s: no value", Status.INTERRUPTED, ran)  # fmt: skip
             rest = [Stopped(n, estimators.KINDS[n], "not run: interrupted before it started",
-                            "interrupted") for n in names[index + 1 :]]  # fmt: skip
+                            Status.INTERRUPTED) for n in names[index + 1 :]]  # fmt: skip
             raise CompareInterrupted([*results, stopped, *rest]) from exc
     return results
 
@@ -208,7 +209,7 @@ def _run(
     left = clock.left()
     if left is not None and left <= 0:
         say(f"{name}: not run (time limit reached)")
-        return Stopped(name, kind, "not run: no time was left of the time limit", "time_limit")
+        return Stopped(name, kind, "not run: no time was left of the time limit", Status.TIME_LIMIT)
     opts = dict(options)
     if left is not None and name in TIMED:
         opts["time_limit"] = min(float(opts.get("time_limit", math.inf)), left)
@@ -221,7 +222,7 @@ def _run(
         ran = time.monotonic() - began
         say(f"{name}: stopped at the time limit ({ran:.2f} s)")
         reason = f"stopped at the time limit after {ran:.1f} s: no value"
-        return Stopped(name, kind, reason, "time_limit", ran)
+        return Stopped(name, kind, reason, Status.TIME_LIMIT, ran)
     except SKIPPABLE as exc:
         say(f"{name}: unavailable ({exc})")
         return Unavailable(name, kind, str(exc))

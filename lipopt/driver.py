@@ -30,6 +30,7 @@ from lipopt.query import Query
 from lipopt.result import LipschitzResult
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.solvers.registry import available, is_auto
+from lipopt.status import Status
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
 from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
@@ -141,14 +142,14 @@ def honest(bracket: Bracket, query: Query) -> Bracket:
     (:func:`~lipopt.bracket.closed`) and is attained at a point inside a full-dimensional linear
     region (certified by the margin LP, or :func:`~lipopt.verify.is_inside_a_region`), so
     ``lower <= L <= value`` pins ``L``. Otherwise ``upper_bound``, with the reason."""
-    if bracket.status != "optimal":
+    if bracket.status != Status.OPTIMAL:
         return bracket
     witness = bracket.witness
     if witness is not None and closed(bracket.upper, bracket.lower):
         if bracket.exact_certified or is_inside_a_region(query.network, query.domain, witness):
             return replace(bracket, exact_certified=True)
     message = f"{bracket.message}; {NOT_PROVEN_EXACT}" if bracket.message else NOT_PROVEN_EXACT
-    return replace(bracket, status="upper_bound", exact_certified=False, message=message)
+    return replace(bracket, status=Status.UPPER_BOUND, exact_certified=False, message=message)
 
 
 def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
@@ -163,7 +164,7 @@ def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
     if contradicts(bracket.upper, found.norm_value):  # the bound is wrong: bound propagation's
         floor = propagated_floor(query, found, bracket.timings)
         reason = wrong_bound(bracket.solver, bracket.upper, found.norm_value)
-        return replace(floor, status="solver_error", message=reason)
+        return replace(floor, status=Status.SOLVER_ERROR, message=reason)
     upper = max(bracket.upper, found.norm_value)
     return replace(bracket, lower=found.norm_value, witness=found.point, upper=upper)
 
@@ -175,10 +176,10 @@ def propagated_floor(query: Query, witness: Witness | None, timings: dict[str, f
     return floor_bracket(query, bounds, witness, timings)
 
 
-def takeover(solver: str, status: str) -> str:
+def takeover(solver: str, status: Status) -> str:
     """Which other installed solvers could take over from a failed explicit ``solver`` ("" for
     ``auto``, whose race already runs two, and for any other status)."""
-    if is_auto(solver) or status != "solver_error":
+    if is_auto(solver) or status != Status.SOLVER_ERROR:
         return ""
     others = [name for name in available() if name != solver.strip().lower()]
     return f"installed solvers that could take over: {', '.join(others)}" if others else ""
@@ -224,8 +225,8 @@ def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
 
 #: what an answer that did not finish means, where no strategy left a note of its own
 STATUS_NOTES = {
-    "time_limit": "stopped at the time limit before the bounds met",
-    "interrupted": "interrupted before the bounds met",
+    Status.TIME_LIMIT: "stopped at the time limit before the bounds met",
+    Status.INTERRUPTED: "interrupted before the bounds met",
 }
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.status import Status
 from lipopt.verify import EXACT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -27,10 +28,12 @@ class LipschitzResult:
             ``status == "optimal"``.
         lower: ``||∇(c^T f)(witness)||_{α*}`` recomputed in numpy: attained, so a lower bound.
         upper: same as ``value``.
-        status: ``optimal``, ``upper_bound`` (the solvers finished but their optimum could not be
-            shown attained: ``[lower, value]`` brackets the constant), ``gap_limit``,
-            ``time_limit``, ``solver_error`` (the solver failed; the bounds are those proven
-            before it), ``interrupted`` or ``relaxation``.
+        status: how the solve ended, a :class:`~lipopt.status.Status` (equal to its value:
+            ``status == "optimal"``; a value given here is converted): ``optimal``,
+            ``upper_bound`` (the solvers finished but their optimum could not be shown
+            attained: ``[lower, value]`` brackets the constant), ``gap_limit``, ``time_limit``,
+            ``relaxation``, ``solver_error`` (the solver failed; the bounds are those proven
+            before it) or ``interrupted``.
         witness: the input where ``lower`` is attained (f is differentiable there).
         exact_certified: the witness's linear region is full-dimensional inside the domain and
             its gradient norm matches ``value``, so the value is attained — exact for any network.
@@ -50,7 +53,7 @@ class LipschitzResult:
     value: float
     lower: float | None
     upper: float
-    status: str
+    status: Status
     witness: FloatArray | None
     exact_certified: bool
     model_stats: dict[str, int]
@@ -63,6 +66,9 @@ class LipschitzResult:
     refinements: int = 0
     message: str = ""
     model: LipschitzModel | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))  # "optimal" -> Status.OPTIMAL
 
     @property
     def gap(self) -> float | None:
@@ -90,6 +96,7 @@ class LipschitzResult:
             f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "model"
         }
         out.update(out.pop("model_stats"))
+        out["status"] = self.status.value  # a plain string, for any JSON writer
         out["witness"] = None if self.witness is None else [float(v) for v in self.witness]
         out["c"] = None if self.c is None else [float(v) for v in self.c]
         out["gap"] = self.gap

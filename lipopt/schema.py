@@ -5,14 +5,15 @@ here."""
 
 from __future__ import annotations
 
+from lipopt.status import Status, listed
+
 #: top-level keys, in the order the table lists them
 RESULT_KEYS: dict[str, str] = {
     "value": "certified upper bound on the constant; the exact constant when `status` is "
     "`optimal` (the same as `upper`)",
     "upper": "the same as `value`",
     "lower": "value attained at `witness`, recomputed in numpy (`null` if no witness)",
-    "status": "`optimal` (exact), `upper_bound`, `gap_limit`, `time_limit`, `solver_error`, "
-    "`interrupted` or `relaxation` ([statuses](#statuses-and-exit-status))",
+    "status": f"{listed(Status)} ([statuses](#statuses-and-exit-status))",
     "witness": "the input where `lower` is attained (list of numbers, or `null`)",
     "exact_certified": "the witness's region is proven full-dimensional and `lower` matches "
     "`value`: true exactly when `status` is `optimal`",

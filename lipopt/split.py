@@ -28,6 +28,7 @@ from lipopt.domain import Box
 from lipopt.heuristics.witness import value_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm
+from lipopt.status import Status
 
 FloatArray = NDArray[np.float64]
 
@@ -222,7 +223,9 @@ class _Search:
         solved = self.solved
         upper = max([self.best_lower, *[r.upper for r in solved], *unsolved])
         # a part stopped at a requested gap is finished: its [lower, upper] bracket meets the gap
-        complete = not unsolved and all(r.status in ("optimal", "gap_limit") for r in solved)
+        complete = not unsolved and all(
+            r.status in (Status.OPTIMAL, Status.GAP_LIMIT) for r in solved
+        )
         best = max(solved, key=lambda r: r.lower if r.lower is not None else -np.inf, default=None)
         return SplitOutcome(
             upper=float(upper),

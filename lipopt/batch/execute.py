@@ -12,6 +12,7 @@ from lipopt.certify import certify
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import lipschitz
 from lipopt.network import Network
+from lipopt.status import Status
 
 
 class ChangedInput(ValueError):
@@ -78,9 +79,9 @@ def run_task(task: Task, network: Network | None = None, attempts: int = 1) -> d
 def _overall(statuses: list[str]) -> str:
     """One status for a certificate built from several constants: the first that is not
     ``optimal`` (a solver error before all), or ``optimal``."""
-    if "solver_error" in statuses:
-        return "solver_error"
-    return next((s for s in statuses if s != "optimal"), "optimal")
+    if Status.SOLVER_ERROR in statuses:
+        return Status.SOLVER_ERROR
+    return next((s for s in statuses if s != Status.OPTIMAL), Status.OPTIMAL)
 
 
 def run_safely(task: Task, network: Network | None = None, attempts: int = 1) -> dict[str, Any]:

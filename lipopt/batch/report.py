@@ -30,18 +30,11 @@ from typing import Any
 
 from lipopt.atomic import atomic_path
 from lipopt.batch.tasks import FAILED, KINDS
+from lipopt.status import Status
 
-#: the order statuses are listed in; others follow alphabetically
-STATUS_ORDER = (
-    "optimal",
-    "upper_bound",
-    "gap_limit",
-    "time_limit",
-    "relaxation",
-    "solver_error",
-    "interrupted",
-    FAILED,
-)
+#: the order statuses are listed in (a solve's, then a failed line's); others (a certify line's
+#: ``total_time_limit``) follow alphabetically
+STATUS_ORDER = (*Status, FAILED)
 REQUIRED = ("id", "kind", "status")
 #: failed lines listed in the summary before "... and N more"
 MAX_FAILED_LISTED = 10
@@ -193,7 +186,7 @@ def certify_rows(records: Iterable[dict[str, Any]]) -> list[RadiusRow]:
         if row.correct is not None:
             row.correct += record.get("correct") is True
         row.certified += record.get("certified") is True
-        row.unfinished += record["status"] != "optimal"
+        row.unfinished += record["status"] != Status.OPTIMAL
     return [rows[r] for r in sorted(rows)]
 
 
@@ -244,7 +237,7 @@ def _overview_lines(results: Results) -> list[str]:
 
 def _solve_lines(solves: list[dict[str, Any]]) -> list[str]:
     """Exact count, value range and relative-gap range of the solve lines."""
-    exact = sum(r["status"] == "optimal" for r in solves)
+    exact = sum(r["status"] == Status.OPTIMAL for r in solves)
     lines = [f"solve      {len(solves)} queries, {exact} exact (status optimal)"]
     ran = [r for r in solves if r["status"] != FAILED]
     values = [v for v in (_number(r.get("value")) for r in ran) if v is not None]

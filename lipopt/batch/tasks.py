@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lipopt.domain import Domain
+from lipopt.status import Unsolved
 
 #: the kinds of query: a Lipschitz constant (``lipopt solve``) or a certified radius
 KINDS = ("solve", "certify")
@@ -27,7 +28,7 @@ KINDS = ("solve", "certify")
 FINGERPRINT_SCHEME = 2
 
 #: the status of a query that could not be answered at all (its worker died, or it raised)
-FAILED = "failed"
+FAILED = Unsolved.FAILED
 
 
 @dataclass(frozen=True)

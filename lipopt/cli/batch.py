@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from lipopt.batch import SolveOptions, Task, read_instances, run_batch
 from lipopt.batch.instances import ignored_note
 from lipopt.batch.local import LocalPool
-from lipopt.batch.tasks import FAILED
-from lipopt.cli.exits import EXIT_ANSWERED, EXIT_SOLVER_ERROR
+from lipopt.cli.exits import exit_status
 from lipopt.domain import load_vector
 from lipopt.workers import available_cores
 
@@ -124,8 +123,7 @@ def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> 
         executor = LocalPool(args.jobs if args.jobs is not None else available_cores())
     summary = run_batch(tasks, args.out, executor, quiet=args.quiet, command=command)
     print(summary.text(args.out))
-    bad = summary.statuses.get(FAILED, 0) + summary.statuses.get("solver_error", 0)
-    return EXIT_SOLVER_ERROR if bad else EXIT_ANSWERED
+    return exit_status([s for s, n in summary.statuses.items() if n])  # failed, solver_error: 3
 
 
 def run_batch_command(args: argparse.Namespace) -> int:

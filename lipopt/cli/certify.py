@@ -13,6 +13,7 @@ from lipopt.cli.exits import exit_status
 from lipopt.cli.solvers import solver_help
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
+from lipopt.status import Status
 
 CERTIFY_EPILOG = """\
 examples:
@@ -126,7 +127,7 @@ def _add_points_arguments(parser: argparse.ArgumentParser) -> None:
 def _constant_entry(result: CertifyResult, name: str) -> str:
     """``cross: 218.695 (exact)``, or ``cross: <= 218.695 (time_limit; attained 201.3)``."""
     value, status = result.lipschitz[name], result.statuses[name]
-    if result.exact.get(name, status == "optimal"):
+    if result.exact.get(name, status == Status.OPTIMAL):
         return f"{name}: {value:.6g} (exact)"
     if status == BUDGET_SPENT:
         return f"{name}: <= {value:.6g} (not solved: total time limit spent; interval bound)"
@@ -139,7 +140,7 @@ def _notes(result: CertifyResult) -> list[str]:
     """Why the radius may be below the exact one: brackets, constants left unsolved, the cap."""
     notes = []
     names = list(result.lipschitz)
-    inexact = [n for n in names if not result.exact.get(n, result.statuses[n] == "optimal")]
+    inexact = [n for n in names if not result.exact.get(n, result.statuses[n] == Status.OPTIMAL)]
     if inexact:
         notes.append(
             f"{len(inexact)} of {len(names)} constants not exact: the radius is certified from "

@@ -2,9 +2,12 @@
 
 | exit | when |
 |------|------|
-| 0    | answered: the status is ``optimal``, ``gap_limit``, ``time_limit`` or ``relaxation`` |
+| 0    | answered, with any status but ``solver_error`` (and ``failed``, a batch line's)   |
 | 2    | bad input, or a solver that cannot be used here (not installed, an option refused) |
 | 3    | answered with the bounds proven before the solver failed (status ``solver_error``) |
+
+Each status's exit status is declared with it (:data:`lipopt.status.FACTS`); the statuses'
+table of docs/cli.md is generated from them and :data:`NO_ANSWER` (:func:`statuses_table`).
 | 130  | interrupted (SIGINT, Ctrl-C): nothing printed on stdout, no partial file |
 | 143  | terminated (SIGTERM): as interrupted |
 
@@ -21,13 +24,34 @@ import sys
 from collections.abc import Iterator
 from types import FrameType
 
+from lipopt.status import Status, exit_code
+
 EXIT_ANSWERED = 0
 EXIT_BAD_INPUT = 2
-EXIT_SOLVER_ERROR = 3
+EXIT_SOLVER_ERROR = Status.SOLVER_ERROR.facts.exit_code  # 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 #: stdout closed early by its reader (``lipopt solve ... | head``): as a shell reports SIGPIPE
 EXIT_BROKEN_PIPE = 141
+
+#: the ends of a command without an answer (no status): exit status -> (when, what is left)
+NO_ANSWER: dict[int, tuple[str, str]] = {
+    EXIT_BAD_INPUT: (
+        "bad input, or a solver that cannot be used here (not installed, an option it refuses): "
+        "one line on stderr; in Python `LipschitzError`, `SolverError`, `DomainError`, ...",
+        "no answer",
+    ),
+    EXIT_INTERRUPTED: (
+        "Ctrl-C (SIGINT): `lipopt solve: interrupted` on stderr, nothing on stdout; in Python "
+        "the `KeyboardInterrupt` propagates",
+        "no answer; worker processes stopped, no partial file",
+    ),
+    EXIT_TERMINATED: ("SIGTERM: `lipopt solve: terminated`", "as for Ctrl-C"),
+    EXIT_BROKEN_PIPE: (
+        "stdout closed by its reader (`lipopt solve ... \\| head -1`)",
+        "what was printed before; no traceback",
+    ),
+}
 
 
 class Terminated(KeyboardInterrupt):
@@ -77,8 +101,24 @@ def interruption(exc: BaseException) -> int | None:
 
 
 def exit_status(statuses: list[str]) -> int:
-    """0 for answers, 3 where any answer ended in a solver error."""
-    return EXIT_SOLVER_ERROR if "solver_error" in statuses else EXIT_ANSWERED
+    """0 for answers, 3 where any answer ended in a solver error (or a batch line failed): the
+    largest exit status of the statuses (:func:`lipopt.status.exit_code`)."""
+    return exit_code(statuses)
+
+
+def statuses_table() -> str:
+    """docs/cli.md's table of statuses: every :class:`~lipopt.status.Status` with how the solve
+    ended, what its bounds are and its exit status, then the ends without an answer."""
+    rows = [
+        "| `status` | how the solve ended | what `value` (= `upper`) and `lower` are "
+        "| exit status of `lipopt solve` / `certify` |",
+        "|---|---|---|---|",
+    ]
+    for status in Status:
+        facts = status.facts
+        rows.append(f"| `{status}` | {facts.ended} | {facts.answer} | {facts.exit_code} |")
+    rows += [f"| (none) | {when} | {what} | {code} |" for code, (when, what) in NO_ANSWER.items()]
+    return "\n".join(rows)
 
 
 def output_closed() -> int:

@@ -25,6 +25,7 @@ from lipopt.network import Network
 from lipopt.progress import counted
 from lipopt.schema import TIMING_KEYS
 from lipopt.solvers import registry
+from lipopt.status import Status
 
 SOLVE_EPILOG = """\
 examples:
@@ -239,7 +240,7 @@ def _format_stages(timings: dict[str, float]) -> str:
 def _no_model(result: LipschitzResult) -> str:
     """What the summary says of an answer without a MIP model: "no MIP needed" only where it
     is exact; an unfinished answer may have come after a MIP that proved nothing."""
-    return "no MIP needed" if result.status == "optimal" else "no MIP model in this answer"
+    return "no MIP needed" if result.status == Status.OPTIMAL else "no MIP model in this answer"
 
 
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
@@ -250,14 +251,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
         if result.c is not None
         else f"output norm {result.output_norm}"
     )
-    verdict = {
-        "optimal": "exact",
-        "upper_bound": "not proven exact: the constant is in [lower, value]",
-        "relaxation": "LP relaxation: upper bound only",
-        "gap_limit": "stopped at the gap limit: bounds only",
-        "time_limit": "stopped at the time limit: bounds only",
-        "solver_error": "the solver failed: bounds proven before it",
-    }.get(result.status, result.status)
+    verdict = Status(result.status).facts.verdict
     lower = "-" if result.lower is None else f"{result.lower:.10g}"
     stats = result.model_stats
     lines = [

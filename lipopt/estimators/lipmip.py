@@ -18,6 +18,7 @@ from lipopt.driver import answer
 from lipopt.estimators.base import Estimate, Kind, problem, stopwatch
 from lipopt.network import Network
 from lipopt.norms import EVERY_NORM, InputNorm
+from lipopt.status import Status
 
 NAME = "lipmip"
 KIND = Kind.EXACT
@@ -40,7 +41,7 @@ def estimate(
         prob = problem(network, domain, norm, c, norms=EVERY_NORM)  # l2: the chords or SCIP
         levers = {"solver": solver, **options}
         result = answer(network, domain, prob.norm, (prob.c, output_norm), levers, progress)
-    kind = KIND if result.status == "optimal" else Kind.UPPER
+    kind = KIND if result.status == Status.OPTIMAL else Kind.UPPER
     return Estimate(
         NAME,
         float(result.value),

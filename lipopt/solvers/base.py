@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lipopt.status import Status
+
 if TYPE_CHECKING:
     import pyomo.environ as pe
 
@@ -42,6 +44,23 @@ class Termination(str, Enum):
     INFEASIBLE = "infeasible"
     INTERRUPTED = "interrupted"
     ERROR = "error"
+
+    @property
+    def status(self) -> Status:
+        """The status of an answer that this ended (:data:`STATUS_OF`)."""
+        return STATUS_OF[self]
+
+
+#: the answer's status when a solve ended so: an infeasible Lipschitz model is the solver's
+#: failure (the strategies raise :class:`SolverFailure` on it, and on an error, before asking)
+STATUS_OF: dict[Termination, Status] = {
+    Termination.OPTIMAL: Status.OPTIMAL,
+    Termination.GAP_LIMIT: Status.GAP_LIMIT,
+    Termination.TIME_LIMIT: Status.TIME_LIMIT,
+    Termination.INFEASIBLE: Status.SOLVER_ERROR,
+    Termination.INTERRUPTED: Status.INTERRUPTED,
+    Termination.ERROR: Status.SOLVER_ERROR,
+}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from lipopt.plan.nodes import DomainSplit, Mip
 from lipopt.progress import counted
 from lipopt.query import Query
 from lipopt.split import SplitOutcome, SplitProblem, branch_and_bound
+from lipopt.status import Status
 from lipopt.strategies.context import Context
 from lipopt.strategies.refine import refinement_message
 from lipopt.verify import Dimension, check_region
@@ -77,8 +78,12 @@ def _bracket(query: Query, box: Box, outcome: SplitOutcome, total: float) -> Bra
     pattern = query.network.activation_pattern(outcome.witness)
     full = check_region(query.network, pattern, box).dimension is Dimension.FULL
     witness = Witness(outcome.witness, outcome.lower, full)
-    gap_open = any(r.status == "gap_limit" for r in solved)
-    status = ("gap_limit" if gap_open else "optimal") if outcome.complete else "time_limit"
+    gap_open = any(r.status == Status.GAP_LIMIT for r in solved)
+    status = (
+        (Status.GAP_LIMIT if gap_open else Status.OPTIMAL)
+        if outcome.complete
+        else Status.TIME_LIMIT
+    )
     exact = outcome.complete and attains(outcome.upper, witness)
     refinements = sum(r.refinements for r in solved)
     split_note = (

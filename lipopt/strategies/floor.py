@@ -27,6 +27,7 @@ from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
 from lipopt.split import gradient_box_norm
+from lipopt.status import Status
 from lipopt.verify import is_differentiable_at
 
 #: points sampled for an attained lower bound when the centre is not differentiable
@@ -60,7 +61,7 @@ def floor_bracket(
         upper=upper,
         lower=lower,
         witness=None if witness is None else witness.point,
-        status="time_limit",
+        status=Status.TIME_LIMIT,
         exact_certified=False,
         model_stats=stats,
         timings=dict(timings),
@@ -68,9 +69,9 @@ def floor_bracket(
     )
 
 
-def status_of(err: SolverError) -> str:
+def status_of(err: SolverError) -> Status:
     """``time_limit`` for a limit reached before any bound, else ``solver_error``."""
-    return "time_limit" if isinstance(err, NoBoundError) else "solver_error"
+    return Status.TIME_LIMIT if isinstance(err, NoBoundError) else Status.SOLVER_ERROR
 
 
 def one_line(err: BaseException) -> str:
@@ -90,8 +91,8 @@ def kept_after(
     if not found:
         raise err
     bracket = found[0] if len(found) == 1 else meet(found)
-    failed = status_of(err) == "solver_error"
-    status = "optimal" if closed(bracket.upper, bracket.lower) else status_of(err)
+    failed = status_of(err) == Status.SOLVER_ERROR
+    status = Status.OPTIMAL if closed(bracket.upper, bracket.lower) else status_of(err)
     note = (
         f"{what} {'failed' if failed else 'stopped'} ({one_line(err)}); the bounds proven before it"
     )

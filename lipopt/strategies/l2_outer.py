@@ -31,6 +31,7 @@ from lipopt.formulation.terms import is_constant
 from lipopt.heuristics.witness import Witness, attains, below, value_at
 from lipopt.progress import heartbeat
 from lipopt.solvers import NoBoundError, SolveResult, SolverFailure, Termination
+from lipopt.status import Status
 from lipopt.strategies.floor import carrying, floor_bracket
 from lipopt.strategies.refine import (
     ModelProblem,
@@ -269,7 +270,7 @@ def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> 
         else f"l2 outer approximation: {state.rounds} round(s), {sum(state.added)} breakpoints"
     )
     cuts = f", {state.cuts} lower-dimensional pattern(s) excluded" if state.cuts else ""
-    if status == "optimal" and not closed(upper, lower) and state.stopped:
+    if status == Status.OPTIMAL and not closed(upper, lower) and state.stopped:
         cuts += f"; the rounds stopped: {state.stopped}"
     stats = model_stats(problem.lip)
     stats["binaries"] = stats["binaries"] if problem.lip.relaxed else len(problem.lip.binaries())
@@ -278,7 +279,7 @@ def _bracket(problem: ModelProblem, state: Outer, timings: dict[str, float]) -> 
         lower=lower,
         witness=None if state.best is None else state.best.point,
         status=status,
-        exact_certified=status == "optimal" and attains(upper, state.best),
+        exact_certified=status == Status.OPTIMAL and attains(upper, state.best),
         model_stats=stats,
         timings=timings,
         solver=_solver(state),
@@ -293,18 +294,18 @@ def _solver(state: Outer) -> str:
     return state.last.solver if state.last is not None else ""
 
 
-def _status(problem: ModelProblem, state: Outer, upper: float, lower: float | None) -> str:
+def _status(problem: ModelProblem, state: Outer, upper: float, lower: float | None) -> Status:
     """``optimal`` where the bracket met; a requested gap met; the time limit or the stop that
     ended a round; else ``optimal`` for a bracket that did not meet, which the driver reports as
     ``upper_bound`` with the reason (:func:`lipopt.driver.honest`), as for ℓ∞ and ℓ1."""
     if problem.lip.relaxed:
-        return "relaxation"
+        return Status.RELAXATION
     if closed(upper, lower):
-        return "optimal"
+        return Status.OPTIMAL
     if _within_gap(problem, upper, lower):
-        return "gap_limit"
+        return Status.GAP_LIMIT
     if state.stopped == "time":
-        return "time_limit"  # rounds left when the time ran out
+        return Status.TIME_LIMIT  # rounds left when the time ran out
     if state.stopped in {t.value for t in Termination}:
-        return state.stopped
-    return "optimal"
+        return Termination(state.stopped).status
+    return Status.OPTIMAL

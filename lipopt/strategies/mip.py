@@ -24,6 +24,7 @@ from lipopt.heuristics.witness import Witness, attains, below, best_witness
 from lipopt.plan.nodes import Mip
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolveOptions, Solver, SolverFailure, get
+from lipopt.status import Status
 from lipopt.strategies import refine
 from lipopt.strategies.context import Context
 from lipopt.strategies.decompose import decomposed
@@ -275,13 +276,15 @@ def _bracket(
     lower = witness.norm_value if witness is not None else None
     if lower is not None and lower > upper:
         if contradicts(upper, lower):  # a proof below a fact: the solver's numerics failed
-            raise carrying(SolverFailure(wrong_bound(solved.first.solver, upper, lower)),
-                           floor_bracket(problem.query, problem.net_bounds, witness, timings))
+            raise carrying(
+                SolverFailure(wrong_bound(solved.first.solver, upper, lower)),
+                floor_bracket(problem.query, problem.net_bounds, witness, timings),
+            )
         upper = lower  # within the solvers' tolerance: the attained value is a fact
     status = solve_status(node.config.mode, node.config.gap, solved.last)
     if solved.cut_off:  # nothing reaches the cutoff: upper is the cutoff, below the attained
-        status = "optimal" if closed(upper, lower) else "gap_limit"  # (unless it was above)
-    exact = status == "optimal" and attains(upper, proof)
+        status = Status.OPTIMAL if closed(upper, lower) else Status.GAP_LIMIT  # (unless above)
+    exact = status == Status.OPTIMAL and attains(upper, proof)
     return Bracket(
         upper=upper,
         lower=lower,

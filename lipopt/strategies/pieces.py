@@ -22,7 +22,8 @@ from lipopt.config import Mode
 from lipopt.heuristics.witness import Witness, attains, below
 from lipopt.policy import Policy
 from lipopt.progress import silent
-from lipopt.solvers import SolveOptions, Termination
+from lipopt.solvers import SolveOptions
+from lipopt.status import Status
 from lipopt.strategies import refine
 from lipopt.strategies.refine import (
     ModelProblem,
@@ -43,7 +44,7 @@ class Pieces:
 
     best: Witness | None
     parts: list[float] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
+    statuses: list[Status] = field(default_factory=list)
     solved: int = 0
     cut_off: int = 0
     refinements: int = 0
@@ -54,7 +55,7 @@ class Pieces:
     def unsolved(self, bound: float) -> None:
         """A piece the time limit left unsolved: its static bound stands."""
         self.parts.append(bound)
-        self.statuses.append(Termination.TIME_LIMIT.value)
+        self.statuses.append(Status.TIME_LIMIT)
 
     def add(
         self,
@@ -74,7 +75,7 @@ class Pieces:
         if solved.cut_off and solved.upper is not None:
             self.cut_off += 1
             self.parts.append(solved.upper)
-            self.statuses.append("optimal")
+            self.statuses.append(Status.OPTIMAL)
             return
         self.parts.append(bound if solved.upper is None else min(bound, solved.upper))
         self.statuses.append(solve_status(Mode.EXACT, gap, solved.last))
@@ -97,11 +98,11 @@ class Pieces:
         best = self.best
         lower = best.norm_value if best is not None else None
         upper = max([*self.parts, floor] + ([] if lower is None else [lower]))
-        status = "optimal"
-        for worse in ("gap_limit", Termination.INTERRUPTED.value, Termination.TIME_LIMIT.value):
+        status = Status.OPTIMAL
+        for worse in (Status.GAP_LIMIT, Status.INTERRUPTED, Status.TIME_LIMIT):
             if worse in self.statuses:
                 status = worse
-        exact_certified = status == "optimal" and attains(upper, best)
+        exact_certified = status == Status.OPTIMAL and attains(upper, best)
         return Bracket(
             upper=upper,
             lower=lower,

@@ -27,6 +27,7 @@ from lipopt.policy import Policy
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
+from lipopt.status import Status
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.floor import kept_after
 
@@ -76,7 +77,7 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
     probe_seconds = time.perf_counter() - start
     remaining = None if limit is None else limit - probe_seconds
     too_late = remaining is not None and remaining < policy.min_race_seconds
-    if probed is not None and (probed.status != "time_limit" or too_late):
+    if probed is not None and (probed.status != Status.TIME_LIMIT or too_late):
         return probed
     if probe_error is not None and too_late:
         raise probe_error
@@ -248,7 +249,7 @@ def _split_leader(
     raced = meet([*answers.values(), *earlier])
     gap = problem.node.config.gap
     within_gap = gap is not None and raced.gap is not None and raced.gap <= gap
-    if raced.status == "optimal" or within_gap:
+    if raced.status == Status.OPTIMAL or within_gap:
         note = f"neither racer finished in {within}; together their bounds closed the gap"
         return noted(raced, timings, note, say)
     if remaining is not None and remaining < problem.ctx.policy.min_race_seconds:

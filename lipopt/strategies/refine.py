@@ -27,6 +27,7 @@ from lipopt.lazy import lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, SolverFailure, Termination
+from lipopt.status import Status
 from lipopt.verify import Dimension, Neuron, RegionCheck, check_region
 
 pe = lazy_module("pyomo.environ")
@@ -139,8 +140,10 @@ def _refine(
         if (
             check.dimension is not Dimension.LOWER
             or solved.last.termination is not Termination.OPTIMAL
-            or (problem.max_refinements is not None
-                and solved.refinements >= problem.max_refinements)
+            or (
+                problem.max_refinements is not None
+                and solved.refinements >= problem.max_refinements
+            )
             or (remaining is not None and remaining <= 0)
             or not exclude_region(problem, values, check)
         ):
@@ -298,14 +301,14 @@ def model_stats(lip: LipschitzModel) -> dict[str, int]:
     return stats
 
 
-def solve_status(mode: Mode, gap: float | None, last: SolveResult) -> str:
+def solve_status(mode: Mode, gap: float | None, last: SolveResult) -> Status:
     """``relaxation`` for LipLP; ``gap_limit`` only where a requested gap was left open."""
     if mode is Mode.LP:
-        return "relaxation"
+        return Status.RELAXATION
     if last.termination in (Termination.OPTIMAL, Termination.GAP_LIMIT):
         closed = last.gap is not None and last.gap <= SolveOptions.rel_gap
-        return "optimal" if closed or not gap else "gap_limit"
-    return last.termination.value
+        return Status.OPTIMAL if closed or not gap else Status.GAP_LIMIT
+    return last.termination.status
 
 
 def refinement_message(refinements: int) -> str:

@@ -18,6 +18,7 @@ from lipopt.query import Query
 from lipopt.regions import RegionOptions, search_regions
 from lipopt.regions import RegionSearch as Found
 from lipopt.solvers import NoBoundError, SolverError, SolverFailure
+from lipopt.status import Status
 from lipopt.strategies.context import Context
 from lipopt.strategies.floor import carrying, floor_bracket, kept_after
 
@@ -120,7 +121,7 @@ def _searched(found: Found, unstable: int, timings: dict[str, float]) -> Bracket
         upper=upper,
         lower=lower,
         witness=found.witness,
-        status="optimal" if found.complete else "time_limit",
+        status=Status.OPTIMAL if found.complete else Status.TIME_LIMIT,
         exact_certified=found.complete and found.witness is not None,
         model_stats=stats,
         timings=timings,
@@ -142,9 +143,9 @@ def with_region_bounds(result: Bracket, found: Found, timings: dict[str, float])
         upper = max(upper, lower)
     met = closed(upper, lower)
     ending = {
-        "optimal": "finished",
-        "time_limit": "stopped at the time limit",
-        "gap_limit": "stopped at the gap limit",
+        Status.OPTIMAL: "finished",
+        Status.TIME_LIMIT: "stopped at the time limit",
+        Status.GAP_LIMIT: "stopped at the gap limit",
     }.get(result.status, f"ended with status {result.status}")
     note = f"region search stopped after {found.nodes} nodes; the MIP took over and {ending}"
     return replace(
@@ -152,7 +153,7 @@ def with_region_bounds(result: Bracket, found: Found, timings: dict[str, float])
         upper=upper,
         lower=lower,
         witness=witness,
-        status="optimal" if met else result.status,
+        status=Status.OPTIMAL if met else result.status,
         exact_certified=result.exact_certified or (met and witness is found.witness),
         timings=add_timings(result.timings, timings),
         message=f"{result.message}; {note}" if result.message else note,
