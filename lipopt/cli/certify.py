@@ -12,6 +12,7 @@ from lipopt.cli.common import _progress
 from lipopt.cli.exits import exit_status
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
+from lipopt.norms import InputNorm
 
 CERTIFY_EPILOG = """\
 examples:
@@ -70,7 +71,7 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ball",
-        choices=["linf", "l1", "l2"],
+        choices=InputNorm.choices(),
         default="linf",
         help="ball and radius norm (default: linf; l2: the exact l2 constant)",
     )
