@@ -174,7 +174,7 @@ POLYHEDRAL_OUTPUT = [n.value for n in OutputNorm if n.is_polyhedral]
         ),
         ("compare", {"ball": EVERY_INPUT, "norm": EVERY_INPUT}),
         ("certify", {"ball": EVERY_INPUT}),
-        ("batch", {"norm": EVERY_INPUT, "output_norm": POLYHEDRAL_OUTPUT}),
+        ("batch", {"norm": EVERY_INPUT, "output_norm": EVERY_OUTPUT}),
     ],
 )
 def test_every_command_s_norm_choices_are_the_enums_members(command, expected):

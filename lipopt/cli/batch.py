@@ -57,8 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     prob.add_argument(
         "--output-norm",
-        choices=OutputNorm.choices(polyhedral=True),
-        help="instead of --c: the output norm of the whole output vector",
+        choices=OutputNorm.choices(),
+        help="instead of --c: the output norm of the whole output vector; l2 needs SCIP",
     )
     add_solving_arguments(parser)
     add_running_arguments(parser)
