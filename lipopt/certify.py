@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lipopt.bounds.interval import interval_bounds
-from lipopt.domain import L1Ball, L2Ball, LinfBall
+from lipopt.domain import BALLS, L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
@@ -40,7 +40,7 @@ from lipopt.status import Status, Unsolved
 #: the balls a radius is certified in
 Ball = LinfBall | L1Ball | L2Ball
 #: the norm of each ball, in which its radius is certified
-BALL_NORMS: dict[type, str] = {LinfBall: "linf", L1Ball: "l1", L2Ball: "l2"}
+BALL_NORMS: dict[type, str] = {ball: name for name, ball in BALLS.items()}
 #: the status of a constant left unsolved because the call's total time limit was spent: its
 #: value is the interval bound (a proven upper bound), so the radius stays certified
 BUDGET_SPENT = Unsolved.TOTAL_TIME_LIMIT

@@ -54,11 +54,26 @@ class TangentBounds:
     upper: tuple[FloatArray, ...]
 
 
+def _unit_box(dim: int) -> Domain:
+    return Box(-np.ones(dim), np.ones(dim))
+
+
+def _unit_l1_ball(dim: int) -> Domain:
+    return L1Ball(np.zeros(dim), 1.0)
+
+
+#: the set of directions ``v`` of each input norm: its unit ball (ℓ2, which the forward
+#: formulation does not take, gets the box around its ball)
+DIRECTION_BALLS: dict[InputNorm, Callable[[int], Domain]] = {
+    InputNorm.LINF: _unit_box,
+    InputNorm.L1: _unit_l1_ball,
+    InputNorm.L2: _unit_box,
+}
+
+
 def direction_ball(norm: InputNorm, dim: int) -> Domain:
     """The unit ball of the input norm, the set of directions ``v``."""
-    if norm is InputNorm.L1:
-        return L1Ball(np.zeros(dim), 1.0)
-    return Box(-np.ones(dim), np.ones(dim))
+    return DIRECTION_BALLS[norm](dim)
 
 
 def _linear_step(

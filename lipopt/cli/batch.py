@@ -12,6 +12,7 @@ from lipopt.batch.instances import ignored_note
 from lipopt.batch.local import LocalPool
 from lipopt.cli.exits import exit_status
 from lipopt.domain import load_vector
+from lipopt.norms import InputNorm, OutputNorm
 from lipopt.workers import available_cores
 
 BATCH_EPILOG = """\
@@ -48,15 +49,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     prob = parser.add_argument_group("problem (every row without an override)")
     prob.add_argument(
         "--norm",
-        choices=["linf", "l1", "l2"],
+        choices=InputNorm.choices(),
         default="linf",
         help="input norm (l2: the exact l2 constant, as 'lipopt solve --norm l2')",
     )
     prob.add_argument("--c", metavar="C|FILE", help="output weighting c: the constant of c^T f")
     prob.add_argument(
         "--output-norm",
-        choices=["abs", "l1", "linf", "cross"],
-        help="instead of --c: the output norm of the whole output vector",
+        choices=OutputNorm.choices(),
+        help="instead of --c: the output norm of the whole output vector; l2 needs SCIP",
     )
     add_solving_arguments(parser)
     add_running_arguments(parser)

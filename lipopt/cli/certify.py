@@ -13,6 +13,7 @@ from lipopt.cli.exits import exit_status
 from lipopt.cli.solvers import solver_help
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
+from lipopt.norms import InputNorm
 from lipopt.status import Status
 
 CERTIFY_EPILOG = """\
@@ -72,7 +73,7 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ball",
-        choices=["linf", "l1", "l2"],
+        choices=InputNorm.choices(),
         default="linf",
         help="ball and radius norm (default: linf; l2: the exact l2 constant)",
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from lipopt.domain import Domain, DomainError, parse_ball, parse_box
 from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm
 
 #: when this module was imported: the start of the clock where the kernel's is not readable
 _IMPORTED = time.monotonic()
@@ -36,13 +37,13 @@ def _add_problem_arguments(
     dom.add_argument("--radius", type=float, help="ball radius (with --center)")
     dom.add_argument(
         "--ball",
-        choices=["linf", "l1", "l2"],
+        choices=InputNorm.choices(),
         help="ball type for --center/--radius (default: linf)",
     )
     prob = parser.add_argument_group("problem")
     prob.add_argument(
         "--norm",
-        choices=["linf", "l1", "l2"] if l2 is not None else ["linf", "l1"],
+        choices=InputNorm.choices(polyhedral=l2 is None),
         default="linf",
         help="input norm: linf (max ||grad||_1, default) or l1 (max ||grad||_inf)"
         + (f", or l2 (max ||grad||_2{l2})" if l2 is not None else ""),
@@ -52,9 +53,7 @@ def _add_problem_arguments(
         return
     prob.add_argument(
         "--output-norm",
-        choices=["abs", "l1", "linf", "cross", "l2"]
-        if l2 is not None
-        else ["abs", "l1", "linf", "cross"],
+        choices=OutputNorm.choices(polyhedral=l2 is None),
         help="instead of --c: the output norm of the (input, output) constant "
         "of the whole output vector; cross is the multi-class robustness norm"
         + ("; l2 needs SCIP" if l2 is not None else ""),

@@ -22,6 +22,7 @@ from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, check_arguments, lipschitz
 from lipopt.network import Network
+from lipopt.norms import InputNorm
 from lipopt.progress import counted
 from lipopt.schema import TIMING_KEYS
 from lipopt.solvers import registry
@@ -245,7 +246,6 @@ def _no_model(result: LipschitzResult) -> str:
 
 def format_result(result: LipschitzResult, network: Network, domain: Domain, model: str) -> str:
     """The short human summary printed without --json."""
-    dual = {"linf": "max ||grad||_1", "l1": "max ||grad||_inf", "l2": "max ||grad||_2"}[result.norm]
     target = (
         f"c = {_format_vector(result.c)}"
         if result.c is not None
@@ -256,7 +256,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
     stats = result.model_stats
     lines = [
         f"network   {model}  {list(network.widths)}",
-        f"domain    {domain.describe()}    norm {result.norm} ({dual})    {target}",
+        f"domain    {domain.describe()}    norm {InputNorm.parse(result.norm).label}    {target}",
         f"value     {result.value:.10g}   [{result.status}: {verdict}]",
         f"lower     {lower}   attained at x = {_format_vector(result.witness)}",
         f"upper     {result.upper:.10g}",

@@ -51,6 +51,7 @@ from lipopt.estimators.moments import (
     var,
 )  # fmt: skip
 from lipopt.estimators.relaxation_parts import (
+    BALL_ROWS,
     ONE,
     affine,
     between,
@@ -58,7 +59,6 @@ from lipopt.estimators.relaxation_parts import (
     input_blocks,
     neuron_constraints,
     pre_activation_blocks,
-    unit_ball,
     unstable,
     z_range,
 )  # fmt: skip
@@ -134,8 +134,7 @@ def relaxation(
     relax = Relaxation(bounds=[1.0] * (2 * d + 2 * n), binary=frozenset(range(d, d + n)))
     at = _Layout(d, n, z_bounds)
     zs = _shor_part(relax, at, (weight, weight * radius, weight @ mid + bias, c), z_bounds)
-    if norm is InputNorm.L2:
-        relax.inequalities.append(unit_ball([at.t(i) for i in range(d)]))
+    relax.inequalities += BALL_ROWS[norm]([at.t(i) for i in range(d)])
     if level >= 2:
         _second_order(relax, at, z_bounds, zs)
     return relax

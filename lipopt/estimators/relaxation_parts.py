@@ -9,10 +9,11 @@ affine quantity such as the pre-activation ``z_j`` is a polynomial of degree 1 i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lipopt.estimators.base import FloatArray
 from lipopt.estimators.moments import Poly, Relaxation, add, const, mul, scale, var
+from lipopt.norms import InputNorm
 
 ONE = const(1.0)
 
@@ -51,6 +52,22 @@ def support(z: Poly) -> list[Poly]:
 def unit_ball(ts: Sequence[Poly]) -> Poly:
     """``1 − Σ_i t_i²``: non-negative exactly in the ℓ2 unit ball (the ℓ2 input norm's dual)."""
     return add(ONE, *[scale(mul(t, t), -1.0) for t in ts])
+
+
+def _no_rows(ts: Sequence[Poly]) -> list[Poly]:
+    return []
+
+
+def _ball_row(ts: Sequence[Poly]) -> list[Poly]:
+    return [unit_ball(ts)]
+
+
+#: beyond ``t ∈ [−1, 1]^d``, the rows keeping the dual variable ``t`` in the unit ball of each
+#: input norm the relaxations take (``max_t t·g`` over that ball is ``||g||_{α*}``)
+BALL_ROWS: dict[InputNorm, Callable[[Sequence[Poly]], list[Poly]]] = {
+    InputNorm.LINF: _no_rows,
+    InputNorm.L2: _ball_row,
+}
 
 
 def affine(weight_row: FloatArray, bias: float, inputs: Sequence[Poly]) -> Poly:

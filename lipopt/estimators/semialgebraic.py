@@ -29,10 +29,11 @@ from typing import Any
 from lipopt.bounds import propagate
 from lipopt.domain import Box, LinfBall
 from lipopt.estimators.base import EstimatorOutOfScope, FloatArray, Problem
+from lipopt.estimators.relaxation_parts import BALL_ROWS
 from lipopt.norms import InputNorm
 
 #: the input norms SHOR and HR-2 take: ℓ∞ (t in the box) and ℓ2 (t in the unit ball)
-SDP_NORMS = (InputNorm.LINF, InputNorm.L2)
+SDP_NORMS = tuple(BALL_ROWS)
 #: LiPopt-k's: its certificate is over a box of t
 LINF_ONLY = (InputNorm.LINF,)
 

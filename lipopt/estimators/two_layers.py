@@ -30,6 +30,7 @@ import numpy as np
 from lipopt.estimators.base import FloatArray
 from lipopt.estimators.moments import Poly, Relaxation, add, const, mul, scale, var
 from lipopt.estimators.relaxation_parts import (
+    BALL_ROWS,
     ONE,
     affine,
     between,
@@ -38,12 +39,10 @@ from lipopt.estimators.relaxation_parts import (
     neuron_constraints,
     output_blocks,
     pre_activation_blocks,
-    unit_ball,
     unstable,
     z_range,
 )  # fmt: skip
 from lipopt.estimators.semialgebraic import Layered
-from lipopt.norms import InputNorm
 
 
 class Layout:
@@ -134,8 +133,7 @@ def _first_order(relax: Relaxation, net: Layered, at: Layout, maps: Affines) -> 
     relax.blocks.append(([ONE, *xi, *u1, *etas, *u2, *t], ONE))
     relax.objective, carried = _objective(net, at, maps)
     relax.inequalities += [between(p, -1, 1) for p in [*xi, *t, *etas]]
-    if net.norm is InputNorm.L2:
-        relax.inequalities.append(unit_ball(t))
+    relax.inequalities += BALL_ROWS[net.norm](t)
     for j in maps.unstable1:
         z, x = maps.z1[j], maps.x1[j]
         neuron_constraints(relax, maps.u1[j], z, z_range(net.z_bounds[0], j))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -25,7 +26,7 @@ from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
-from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm, _parse
+from lipopt.norms import InputNorm, OutputNorm, _parse
 
 pe = lazy_module("pyomo.environ")
 
@@ -82,7 +83,7 @@ class LipschitzModel:
     def squared(self) -> bool:
         """The objective over-estimates ``||g||_2^2`` (ℓ2 input norm, :mod:`lipopt.formulation.l2`):
         its bound's square root bounds the constant."""
-        return self.norm is InputNorm.L2
+        return not self.norm.is_polyhedral
 
     def binaries(self) -> list[Any]:
         """Every 0/1 variable: activations, gradient signs ``g_sign``, max selections ``g_pick``,
@@ -135,9 +136,9 @@ def build(
     (:mod:`lipopt.formulation.l2`; :attr:`LipschitzModel.squared`).
     """
     input_norm = InputNorm.parse(norm)
-    relax, decompose, tangent = spec.relax, spec.decompose, spec.tangent
+    relax, tangent = spec.relax, spec.tangent
     form = Formulation.parse(spec.formulation)
-    if form is Formulation.FORWARD and input_norm not in POLYHEDRAL:
+    if form is Formulation.FORWARD and not input_norm.is_polyhedral:
         raise ValueError(
             "the forward formulation takes the linf and l1 input norms; for l2 use 'backward'"
         )
@@ -160,7 +161,7 @@ def build(
         lip.stats = _model_stats(lip, bounds)
         return lip
     if isinstance(seed, OutputNorm):
-        if seed is OutputNorm.L2 and not relax and not spec.quadratic:
+        if not seed.is_polyhedral and not relax and not spec.quadratic:
             raise ValueError(
                 "the l2 output norm's ball is a quadratic constraint, which only SCIP takes in "
                 "exact mode (--solver scip or auto); --mode lp bounds it with any solver"
@@ -169,28 +170,31 @@ def build(
     else:
         w = [float(v) for v in np.asarray(seed, dtype=np.float64)]
     gradient = add_backward(model, network, bounds, activations, w)
-    if input_norm is InputNorm.L2:
-        lip = LipschitzModel(model, x, activations, gradient, InputNorm.L2, relax, w)
-        return _squared_model(lip, bounds, spec.quadratic and not relax)
-    candidates = add_objective(
-        model,
-        gradient,
+    lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
+    return OBJECTIVE_BUILDERS[input_norm](lip, bounds, spec)
+
+
+def _dual_norm_model(lip: LipschitzModel, bounds: NetworkBounds, spec: ModelSpec) -> LipschitzModel:
+    """A polyhedral norm's model: the dual norm of the gradient as a linear objective
+    (:func:`~lipopt.formulation.objective.add_objective`), or the first of its candidates."""
+    lip.candidates = add_objective(
+        lip.model,
+        lip.gradient,
         bounds.input_grad_lower,
         bounds.input_grad_upper,
-        input_norm,
-        relax,
-        decompose=decompose and not relax,
+        lip.norm,
+        lip.relaxed,
+        decompose=spec.decompose and not lip.relaxed,
     )
-    lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
-    lip.candidates = candidates
     lip.stats = _model_stats(lip, bounds)
     return lip
 
 
-def _squared_model(lip: LipschitzModel, bounds: NetworkBounds, quadratic: bool) -> LipschitzModel:
-    """The ℓ2 model: gradient variables, and ``t <= ||g||_2^2`` (``quadratic``) or the first
-    over-estimate of ``||g||_2^2`` (the chord over each entry's bounds), which the ℓ2 strategy
-    refines."""
+def _squared_model(lip: LipschitzModel, bounds: NetworkBounds, spec: ModelSpec) -> LipschitzModel:
+    """The ℓ2 model: gradient variables, and ``t <= ||g||_2^2`` (``spec.quadratic``, not in
+    the LP relaxation) or the first over-estimate of ``||g||_2^2`` (the chord over each entry's
+    bounds), which the ℓ2 strategy refines."""
+    quadratic = spec.quadratic and not lip.relaxed
     lower, upper = bounds.input_grad_lower, bounds.input_grad_upper
     g = gradient_variables(lip.model, lip.gradient, lower, upper)
     if quadratic:
@@ -200,6 +204,16 @@ def _squared_model(lip: LipschitzModel, bounds: NetworkBounds, quadratic: bool) 
     lip.gradient, lip.quadratic = g, quadratic
     lip.stats = _model_stats(lip, bounds)
     return lip
+
+
+#: the objective each input norm's backward model gets
+OBJECTIVE_BUILDERS: dict[
+    InputNorm, Callable[[LipschitzModel, NetworkBounds, ModelSpec], LipschitzModel]
+] = {
+    InputNorm.LINF: _dual_norm_model,
+    InputNorm.L1: _dual_norm_model,
+    InputNorm.L2: _squared_model,
+}
 
 
 def _model_stats(lip: LipschitzModel, bounds: NetworkBounds) -> dict[str, int]:

@@ -187,7 +187,7 @@ def add_dual_ball(
 ) -> list[Term]:
     """Variables ``w`` ranging over the dual ball of the output norm (paper eq. 92); the LP
     relaxation's ℓ2 ball is the box around it."""
-    if norm is OutputNorm.L2 and relax:
+    if relax and not norm.is_polyhedral:
         return box_ball(model, m)
     return DUAL_BALLS[norm](model, m)
 
@@ -213,7 +213,7 @@ def add_objective(
     returned candidates (``max ||g||_∞`` is the largest of the candidates' maxima); the caller
     swaps it with :func:`set_candidate`. Otherwise the returned list is empty.
     """
-    if decompose and norm is InputNorm.L1:
+    if decompose and norm.decomposes:
         candidates = linf_candidates(gradient, lower, upper)
         model.objective = pe.Objective(expr=candidates[0].expression(gradient), sense=pe.maximize)
         return candidates

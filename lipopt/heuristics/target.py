@@ -48,8 +48,7 @@ class Problem:
         ℓ∞ input: ``||g||_1 <= sqrt(d) ||g||_2`` (Cauchy-Schwarz), factor ``sqrt(d)``;
         ℓ1 input: ``||g||_∞ <= ||g||_2``, factor 1; ℓ2 input: the bound itself, factor 1.
         """
-        factors = {InputNorm.LINF: float(np.sqrt(self.dim)), InputNorm.L1: 1.0, InputNorm.L2: 1.0}
-        return factors[self.norm]
+        return self.norm.dual.l2_factor(self.dim)
 
 
 def problem(

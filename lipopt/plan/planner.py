@@ -120,7 +120,7 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         config=config,
         solver=adapter_name(config.solver),
         # the ℓ1 objective's candidates (the build ignores the flag elsewhere)
-        decompose=bool(config.decompose) and not relax and query.norm is InputNorm.L1,
+        decompose=bool(config.decompose) and not relax and query.norm.decomposes,
         subnets=subnets,
         # the gate split is for hard problems: "auto" starts its halves from the attack
         attack=config.attack is True or (config.attack == "auto" and config.gate_split is True),
