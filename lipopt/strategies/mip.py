@@ -170,8 +170,8 @@ def _answer(
         return outer_approximation(problem, first, timings, start_witness)
     if lip.candidates:
         products = None
-        if node.products:
-            products = gate_products(query.network, query.seed, net_bounds.states)
+        if node.products and query.c is not None:  # planned for a fixed c only
+            products = gate_products(query.network, query.c, net_bounds.states)
         return decomposed(problem, timings, start_witness, products, ctx.policy)
     entry = sign_split_entry(lip, net_bounds) if node.split == "sign" else None
     if entry is not None:
@@ -275,8 +275,10 @@ def _bracket(
     lower = witness.norm_value if witness is not None else None
     if lower is not None and lower > upper:
         if contradicts(upper, lower):  # a proof below a fact: the solver's numerics failed
-            raise carrying(SolverFailure(wrong_bound(solved.first.solver, upper, lower)),
-                           floor_bracket(problem.query, problem.net_bounds, witness, timings))
+            raise carrying(
+                SolverFailure(wrong_bound(solved.first.solver, upper, lower)),
+                floor_bracket(problem.query, problem.net_bounds, witness, timings),
+            )
         upper = lower  # within the solvers' tolerance: the attained value is a fact
     status = solve_status(node.config.mode, node.config.gap, solved.last)
     if solved.cut_off:  # nothing reaches the cutoff: upper is the cutoff, below the attained
