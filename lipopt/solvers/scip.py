@@ -21,7 +21,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lipopt.solvers.base import (
     INSTALL_HINTS,
@@ -283,7 +283,9 @@ class ScipSolver:
         objective = objectives[0]
         variables, coefs, constant = _linear(objective.expr, "the objective")
         expr = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
-        sense = "maximize" if objective.sense == pe.maximize else "minimize"
+        sense: Literal["maximize", "minimize"] = (
+            "maximize" if objective.sense == pe.maximize else "minimize"
+        )
         scip.setObjective(expr + constant, sense)
         return scip, columns
 
