@@ -175,7 +175,7 @@ class Affine:
 
 def _rebuilt(matrix: object, bias: FloatArray, dense_only: bool) -> Affine:
     """Unpickling: the layer as it was stored."""
-    return Affine(matrix, bias, dense_only=dense_only)  # type: ignore[arg-type]
+    return Affine(matrix, bias, dense_only=dense_only)
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def _stopping(stop: Callable[[float, float], bool]) -> Any:
     interrupts the solve when it says so (``stopped`` then records that it did)."""
     from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
 
-    class Stopping(Eventhdlr):  # type: ignore[misc]
+    class Stopping(Eventhdlr):
         stopped = False
 
         def eventinit(self) -> None:
