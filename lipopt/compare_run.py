@@ -89,7 +89,7 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if kind == "error":
         raise payload
-    return payload  # type: ignore[no-any-return]
+    return payload
 
 
 def _child(conn: Connection, call: Callable[[], Any], parent: int) -> None:

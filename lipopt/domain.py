@@ -65,7 +65,8 @@ class Box:
             j = int(bad[0])
             hint = (
                 "; to hold an input fixed, fold it into the first layer's bias and leave it out"
-                if lower[j] == upper[j] else ""
+                if lower[j] == upper[j]
+                else ""
             )
             raise DomainError(
                 f"box needs lower < upper in every coordinate; coordinate {j} has "
@@ -194,7 +195,7 @@ class L2Ball(_Ball):
 Domain = Union[Box, LinfBall, L1Ball, L2Ball]
 
 #: the ball of each ``--ball`` kind
-BALLS: dict[str, type[_Ball]] = {"linf": LinfBall, "l1": L1Ball, "l2": L2Ball}
+BALLS: dict[str, type[LinfBall | L1Ball | L2Ball]] = {"linf": LinfBall, "l1": L1Ball, "l2": L2Ball}
 
 
 def check_dimension(domain: Domain, input_dim: int) -> None:
@@ -273,12 +274,10 @@ def parse_box(text: str, dim: int) -> Box:
     return Box(np.full(dim, vec[0]), np.full(dim, vec[1]))
 
 
-def parse_ball(
-    center_text: str, radius: float, kind: str, dim: int
-) -> LinfBall | L1Ball | L2Ball:
+def parse_ball(center_text: str, radius: float, kind: str, dim: int) -> LinfBall | L1Ball | L2Ball:
     """A ball of the given kind (``linf``, ``l1`` or ``l2``) from ``--center`` and
     ``--radius``."""
     center = _broadcast(load_vector(center_text, "--center"), dim, "--center")
     if kind not in BALLS:
         raise DomainError(f"--ball must be one of {sorted(BALLS)}, got {kind!r}")
-    return BALLS[kind](center, radius)  # type: ignore[return-value]
+    return BALLS[kind](center, radius)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Union
+from typing import TypeGuard, Union, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -63,6 +63,11 @@ def _stored(weight: ArrayLike | sparse.sparray, dense_only: bool) -> FloatArray 
     return matrix
 
 
+def is_sparse(matrix: object) -> TypeGuard[sparse.csr_array]:
+    """:func:`scipy.sparse.issparse` that also tells mypy the matrix is sparse where it is."""
+    return sparse.issparse(matrix)
+
+
 def row_norms(matrix: FloatArray | sparse.sparray, order: float) -> FloatArray:
     """``||m_i||_order`` of each row of a dense or sparse matrix (order 1, 2 or inf)."""
     if not sparse.issparse(matrix):
@@ -86,6 +91,7 @@ class Affine:
     __slots__ = ("matrix", "bias", "_dense")
     matrix: FloatArray | sparse.csr_array
     bias: FloatArray
+    _dense: FloatArray | None
 
     def __init__(
         self, weight: ArrayLike | sparse.sparray, bias: ArrayLike, *, dense_only: bool = False
@@ -118,9 +124,11 @@ class Affine:
     @property
     def weight(self) -> FloatArray:
         """``W`` as a dense (frozen) array; for a sparse layer made on first use and kept."""
-        if self._dense is None:
-            object.__setattr__(self, "_dense", _frozen(self.matrix.toarray()))
-        return self._dense  # type: ignore[return-value]
+        dense = self._dense
+        if dense is None:  # sparse: made once
+            dense = _frozen(cast("sparse.csr_array", self.matrix).toarray())
+            object.__setattr__(self, "_dense", dense)
+        return dense
 
     @property
     def is_sparse(self) -> bool:
@@ -137,7 +145,7 @@ class Affine:
     @property
     def nonzeros(self) -> int:
         """Nonzero entries of ``W`` (what the MIP's rows hold)."""
-        if sparse.issparse(self.matrix):
+        if is_sparse(self.matrix):
             return int(self.matrix.nnz)
         return int(np.count_nonzero(self.matrix))
 
@@ -167,7 +175,7 @@ class Affine:
 
 def _rebuilt(matrix: object, bias: FloatArray, dense_only: bool) -> Affine:
     """Unpickling: the layer as it was stored."""
-    return Affine(matrix, bias, dense_only=dense_only)  # type: ignore[arg-type]
+    return Affine(matrix, bias, dense_only=dense_only)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,9 @@ def race_answers(
                 timeout = POLL_SECONDS if timeout is None else min(timeout, POLL_SECONDS)
             outcome = runner.next_outcome(timeout)
             if outcome is None:
-                if not stopping and stop_when(time.perf_counter() - start, reports.bounds()):
+                if not (stopping or stop_when is None) and stop_when(
+                    time.perf_counter() - start, reports.bounds()
+                ):
                     reports.stop_all()
                     stopping = True
                 continue

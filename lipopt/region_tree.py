@@ -10,6 +10,7 @@ interval backward pass with its neuron states (times ``1 + PRUNE_SLACK``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,7 +269,7 @@ class SearchState:
         else:
             self.unverified = max(self.unverified, value)
 
-    def root(self, states: list[NDArray[np.int8]]) -> Node:
+    def root(self, states: Sequence[NDArray[np.int8]]) -> Node:
         """The node of the empty pattern (neuron states from the propagated bounds), its first
         layer entered and its gradient bound set."""
         first = self.network.affine_layers[0]

@@ -1,11 +1,21 @@
 """Bounds on every pre-activation and every backward-pass variable, in numpy only."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from lipopt.bounds.interval import NetworkBounds, Seed, interval_bounds
+
+if TYPE_CHECKING:
+    from lipopt.domain import Domain
+    from lipopt.network import Network
 
 __all__ = ["NetworkBounds", "Seed", "interval_bounds", "propagate"]
 
 
-def propagate(network, domain, seed: Seed, method: str = "interval") -> NetworkBounds:  # type: ignore[no-untyped-def]
+def propagate(
+    network: Network, domain: Domain, seed: Seed, method: str = "interval"
+) -> NetworkBounds:
     """Bounds by the named method (``interval``) for the objective seeded by ``c`` or a norm."""
     from lipopt.bounds.linear import linear_bounds
     from lipopt.bounds.lp import lp_bounds

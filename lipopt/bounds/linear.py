@@ -78,7 +78,7 @@ from lipopt.bounds.interval import (
 )
 from lipopt.bounds.relaxation import _relax_upper, relu_relaxation, switch_relaxation
 from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
-from lipopt.network import Network, row_norms
+from lipopt.network import Network, is_sparse, row_norms
 from lipopt.norms import OutputNorm
 
 FloatArray = NDArray[np.float64]
@@ -124,7 +124,7 @@ DOMAIN_RANGES: dict[type, RangeRule] = {
 
 def _seed_range(coeffs: FloatArray, seed: Seed) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Exact range of ``Λ w`` over the seed set: ``{c}`` or the dual ball of an output norm."""
-    if sparse.issparse(coeffs):  # rows x outputs: small
+    if is_sparse(coeffs):  # rows x outputs: small
         coeffs = coeffs.toarray()
     if isinstance(seed, OutputNorm):
         lo, hi = seed.seed_bounds(coeffs.T)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 
 from lipopt.bounds.interval import _ACTIVE, _UNSTABLE, NeuronState, classify
-from lipopt.network import SPARSE_DENSITY
+from lipopt.network import SPARSE_DENSITY, is_sparse
 
 FloatArray = NDArray[np.float64]
 
@@ -77,9 +77,9 @@ def _relax_upper(
     Returns ``(Λ', shift, magnitude)`` with ``Λ v <= Λ' v' + shift``: positive coefficients take the
     upper line, negative ones the lower line; ``magnitude`` sums the absolute shift terms.
     """
-    if sparse.issparse(coeffs) and coeffs.nnz > SPARSE_DENSITY * coeffs.shape[0] * coeffs.shape[1]:
+    if is_sparse(coeffs) and coeffs.nnz > SPARSE_DENSITY * coeffs.shape[0] * coeffs.shape[1]:
         coeffs = coeffs.toarray()  # filled in (receptive fields grown): dense is faster
-    if sparse.issparse(coeffs):  # the same, keeping the rows' sparsity
+    if is_sparse(coeffs):  # the same, keeping the rows' sparsity
         pos, neg = coeffs.maximum(0.0), coeffs.minimum(0.0)
         new = sparse.csr_array(pos.multiply(up[0][None, :]) + neg.multiply(low[0][None, :]))
     else:

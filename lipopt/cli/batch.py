@@ -116,8 +116,9 @@ def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> 
             raise ValueError("--jobs is for this machine; the cluster's workers set its size")
         from lipopt.batch.cluster import DaskCluster
 
-        executor: LocalPool | DaskCluster = DaskCluster(args.scheduler)
-        note = executor.note()
+        cluster = DaskCluster(args.scheduler)
+        executor: LocalPool | DaskCluster = cluster
+        note = cluster.note()  # the cluster's own: a local pool has none
         if note and not args.quiet:
             print(f"lipopt {command}: {note}", file=sys.stderr)
     else:

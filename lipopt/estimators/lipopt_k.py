@@ -71,7 +71,7 @@ def _products(groups: list[tuple[int, ...]], k: int) -> list[Poly]:
 def _paths(weights: tuple[FloatArray, ...], w: FloatArray) -> list[tuple[tuple[int, ...], float]]:
     """Every path ``(i, j₁, …, j_m)`` from an input through nonzero weights to the last hidden
     layer, with its coefficient ``w_{j_m} Π A``: ``F = Σ_paths coeff · t_i s₁_{j₁} ⋯ s_m_{j_m}``."""
-    paths = [((i,), 1.0) for i in range(weights[0].shape[1])]
+    paths: list[tuple[tuple[int, ...], float]] = [((i,), 1.0) for i in range(weights[0].shape[1])]
     for weight in weights:
         paths = [(path + (int(j),), coeff * float(weight[j, path[-1]]))
                  for path, coeff in paths for j in np.flatnonzero(weight[:, path[-1]])]  # fmt: skip

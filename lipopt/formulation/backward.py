@@ -11,7 +11,7 @@ when ``y`` is a known number the switch is simply the linear term ``y·a``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,10 @@ from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
 
-pe = lazy_module("pyomo.environ")
+if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
+    import pyomo.environ as pe
+else:
+    pe = lazy_module("pyomo.environ")
 
 
 def add_switch(

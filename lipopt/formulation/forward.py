@@ -11,6 +11,7 @@ For a hidden neuron with pre-activation ``z ∈ [l, u]``:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,7 +21,10 @@ from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
 
-pe = lazy_module("pyomo.environ")
+if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
+    import pyomo.environ as pe
+else:
+    pe = lazy_module("pyomo.environ")
 
 
 def _box_input(model: pe.ConcreteModel, lower: np.ndarray, upper: np.ndarray) -> list[Term]:
@@ -73,9 +77,8 @@ def add_ball_row(model: pe.ConcreteModel, domain: L2Ball) -> None:
     to the ball (unscaled, 1e-7 on ``ρ^2`` let a ball of radius 1e-4 grow threefold)."""
     centre, scale = domain.center, 1.0 / domain.radius
     model.x_in_ball = pe.Constraint(
-        expr=pe.quicksum(
-            (scale * (model.x[j] - float(centre[j]))) ** 2 for j in range(domain.dim)
-        ) <= 1.0
+        expr=pe.quicksum((scale * (model.x[j] - float(centre[j]))) ** 2 for j in range(domain.dim))
+        <= 1.0
     )
 
 

@@ -23,6 +23,7 @@ need no binary; relaxed binaries give the chord over ``[b_0, b_K]``, still an ov
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +31,10 @@ from numpy.typing import NDArray
 from lipopt.formulation.terms import Term, is_constant
 from lipopt.lazy import lazy_module
 
-pe = lazy_module("pyomo.environ")
+if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
+    import pyomo.environ as pe
+else:
+    pe = lazy_module("pyomo.environ")
 
 FloatArray = NDArray[np.float64]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,10 @@ from lipopt.formulation.terms import Term, is_constant
 from lipopt.lazy import lazy_module
 from lipopt.norms import InputNorm, OutputNorm
 
-pe = lazy_module("pyomo.environ")
+if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
+    import pyomo.environ as pe
+else:
+    pe = lazy_module("pyomo.environ")
 
 
 def _l1_of_gradient(

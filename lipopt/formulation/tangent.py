@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,7 +31,10 @@ from lipopt.lazy import lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
-pe = lazy_module("pyomo.environ")
+if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
+    import pyomo.environ as pe
+else:
+    pe = lazy_module("pyomo.environ")
 
 #: the unit ball of each input norm, as variables ``v`` (ℓ∞) or ``v_pos - v_neg`` (ℓ1)
 DIRECTION_BALLS: dict[InputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {

@@ -75,7 +75,7 @@ def best_witness(
         left = None if deadline is None else deadline - time.perf_counter()
         check = check_region(network, pattern, domain, left)
         full = check.dimension is Dimension.FULL and check.point is not None
-        if full:
+        if full and check.point is not None:  # (full says so: the test narrows for mypy)
             point = check.point
         elif is_differentiable_at(network, x) and domain.contains(x, tol=0.0):
             point = x

@@ -43,8 +43,10 @@ def from_torch(module: Any, example_input: Any) -> Network:
         module.eval()
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
+            # torch types f as a path, but its TorchScript exporter (dynamo=False) takes a buffer
             torch.onnx.export(
-                module, example, buffer, opset_version=TORCH_OPSET, dynamo=False,
+                module, example, buffer,  # type: ignore[arg-type]
+                opset_version=TORCH_OPSET, dynamo=False,
                 input_names=["x"], output_names=["y"],
             )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - torch's own reason, in one line

@@ -49,7 +49,8 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
         race_now = _race(config, facts, policy, probe=False) if racing else None
         return RegionSearch(options, config.bounds, fallback, race_now)
     if config.split and config.exact and isinstance(query.domain, (Box, LinfBall)):
-        split = SplitOptions() if config.split is True else config.split
+        # _resolved decided "auto": config.split is True (the defaults) or the options
+        split = config.split if isinstance(config.split, SplitOptions) else SplitOptions()
         return DomainSplit(split, _mip(query, _part_config(config, split)))
     if config.formulation is None:
         if racing:

@@ -54,7 +54,8 @@ def _status_map() -> dict[Any, Termination]:
         status.kInfeasible: Termination.INFEASIBLE,
         status.kUnboundedOrInfeasible: Termination.INFEASIBLE,
         status.kInterrupt: Termination.INTERRUPTED,
-        status.kHighsInterrupt: Termination.INTERRUPTED,
+        # highspy's stub (1.15) omits kHighsInterrupt, which the module has
+        status.kHighsInterrupt: Termination.INTERRUPTED,  # type: ignore[attr-defined]
     }
 
 
@@ -313,7 +314,7 @@ class _Run:
         status = highs.getModelStatus()
         asked = status in (
             highspy.HighsModelStatus.kInterrupt,
-            highspy.HighsModelStatus.kHighsInterrupt,
+            highspy.HighsModelStatus.kHighsInterrupt,  # type: ignore[attr-defined]  # not in the stub
         )
         if asked and not self.stopped:  # HiGHS caught Ctrl-C: the caller must see it, as SCIP's
             raise KeyboardInterrupt

@@ -21,7 +21,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lipopt.solvers.adapter import Adapter
 from lipopt.solvers.base import (
@@ -112,7 +112,7 @@ def _stopping(stop: Callable[[float, float], bool]) -> Any:
     interrupts the solve when it says so (``stopped`` then records that it did)."""
     from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
 
-    class Stopping(Eventhdlr):  # type: ignore[misc]
+    class Stopping(Eventhdlr):
         stopped = False
 
         def eventinit(self) -> None:
@@ -280,7 +280,9 @@ class ScipSolver(Adapter):
         objective = objectives[0]
         variables, coefs, constant = _linear(objective.expr, "the objective")
         expr = pyscipopt.quicksum(a * column_of[id(v)] for v, a in zip(variables, coefs))
-        sense = "maximize" if objective.sense == pe.maximize else "minimize"
+        sense: Literal["maximize", "minimize"] = (
+            "maximize" if objective.sense == pe.maximize else "minimize"
+        )
         scip.setObjective(expr + constant, sense)
         return scip, columns
 

@@ -246,7 +246,9 @@ def _finished(problem: ModelProblem, state: Outer) -> bool:
 
 def _within_gap(problem: ModelProblem, upper: float, lower: float | None) -> bool:
     """A gap was requested, and the bracket is within it."""
-    return bool(problem.gap) and lower is not None and upper - lower <= problem.gap * upper
+    if not problem.gap or lower is None:
+        return False
+    return upper - lower <= problem.gap * upper
 
 
 def _progress(state: Outer) -> str:

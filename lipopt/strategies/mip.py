@@ -171,8 +171,8 @@ def _answer(
         return outer_approximation(problem, first, timings, start_witness)
     if lip.candidates:
         products = None
-        if node.products:
-            products = gate_products(query.network, query.seed, net_bounds.states)
+        if node.products and query.c is not None:  # planned for a fixed c only
+            products = gate_products(query.network, query.c, net_bounds.states)
         return decomposed(problem, timings, start_witness, products, ctx.policy)
     entry = sign_split_entry(lip, net_bounds) if node.split == "sign" else None
     if entry is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 import numpy as np
 from scipy import sparse
@@ -108,7 +108,7 @@ def elementwise(
     offset = op(sym.offset, const).reshape(shape)
     if scales and (sym.is_sparse or sym.linear is None):  # each column times its factor
         factor = op(np.ones(shape), const).reshape(1, -1)
-        product = sym.flat_linear().multiply(factor)
+        product = cast("sparse.csr_array", sym.flat_linear()).multiply(factor)  # sparse here
         return sym.with_map(sparse.csr_array(product), offset, sym.batched)
     if scales:
         linear: Any = op(_lift(sym, len(shape)), const)

@@ -4,6 +4,7 @@ topological order through :data:`~lipopt.io.onnx.handlers.OP_HANDLERS` into a Ne
 from __future__ import annotations
 
 import os
+from collections.abc import Container
 from math import prod
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,7 +109,7 @@ def _check_reviewed(op_type: str, opset: int) -> None:
         )
 
 
-def _graph_input(graph: onnx.GraphProto, values: dict[str, Value]) -> onnx.ValueInfoProto:
+def _graph_input(graph: onnx.GraphProto, values: Container[str]) -> onnx.ValueInfoProto:
     """The one graph input that is not an initializer; the graph must also have one output."""
     inputs = [i for i in graph.input if i.name not in values]
     if len(inputs) != 1:

@@ -82,6 +82,7 @@ def handle_clip(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
     n = prod(x.shape)
     eye = sparse.identity(n, format="csr")
     if high is None:  # lo + relu(z - lo)
+        assert low is not None  # both None returned above
         return [through_relus(x, (eye, np.full(n, -low)), (eye, np.full(n, low)), x.shape)]
     if low is None:  # hi - relu(hi - z)
         return [through_relus(x, (-eye, np.full(n, high)), (-eye, np.full(n, high)), x.shape)]

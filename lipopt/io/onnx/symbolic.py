@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from lipopt.network import Affine, Layer, ReLU
+from lipopt.network import Affine, Layer, ReLU, is_sparse
 
 Array = NDArray[Any]
 FloatArray = NDArray[np.float64]
@@ -52,7 +52,7 @@ class Symbolic:
         map made explicit: ops without a sparse rule read this)."""
         if self.linear is None:
             return np.eye(self.width).reshape((self.width, *self.shape))
-        if sparse.issparse(self.linear):
+        if is_sparse(self.linear):
             return self.linear.toarray().reshape((self.width, *self.shape))
         return self.linear
 
