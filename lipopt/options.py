@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from dataclasses import Field, dataclass, field
+from dataclasses import Field, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -88,6 +88,12 @@ def declared(item: Field[Any]) -> Option | None:
     return item.metadata.get(OPTION)
 
 
+def declarations(cls: type) -> dict[str, tuple[Option, Any]]:
+    """Each declared field of the dataclass ``cls``, in order: its :class:`Option` and
+    default."""
+    return {f.name: (spec, f.default) for f in fields(cls) if (spec := declared(f)) is not None}
+
+
 def check_gap(name: str, gap: Any) -> None:
     if gap is not None and not (0 <= gap < 1):
         raise LipschitzError(f"gap must be in [0, 1), got {gap}")
@@ -136,4 +142,4 @@ def check_auto_options(kind: str) -> Check:
     return check
 
 
-__all__ = ["OPTION", "Group", "Kind", "Option", "declared", "option"]
+__all__ = ["OPTION", "Group", "Kind", "Option", "declarations", "declared", "option"]
