@@ -281,7 +281,15 @@ def _check_switches(
         raise LipschitzError(
             "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
         )
-    check_declared(levers, ("gate_split", "split_leader"))
+    # every other declared validator (today gate_split's, split_leader's), in declaration order
+    check_declared(levers, tuple(name for name in DECLARED if name not in _CHECKED_FIRST))
+
+
+#: the validators :func:`configure` runs at their own step (the order of its messages)
+_CHECKED_FIRST = (
+    "gap", "time_limit", "workers", "threads", "split", "decompose", "subnet_bounds", "attack",
+    "products", "sign_split",
+)  # fmt: skip
 
 
 def _checked_start(start: ArrayLike | None, query: Query, mode: Mode) -> FloatArray | None:
