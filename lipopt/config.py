@@ -6,7 +6,6 @@ query, the machine's facts and the :class:`~lipopt.policy.Policy`.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Any
@@ -19,6 +18,20 @@ from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation.build import Formulation
 from lipopt.network import Network
 from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm
+from lipopt.options import (
+    Group,
+    Kind,
+    Option,
+    check_auto_bool,
+    check_auto_equal,
+    check_auto_options,
+    check_bool,
+    check_count,
+    check_gap,
+    check_positive,
+    declared,
+    option,
+)
 from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.regions import RegionOptions
@@ -38,57 +51,157 @@ class Mode(str, Enum):
 
 @dataclass(frozen=True)
 class SolveConfig:
-    """The options of :func:`lipopt.lipschitz` (see its docstring), checked.
+    """The options of :func:`lipopt.lipschitz` (see its docstring): the one declaration of
+    each, its type, default (the public one), validator, help, command-line flag and whether
+    sub-questions inherit it (:mod:`lipopt.options`).
 
-    ``formulation`` is a :class:`Formulation`, or None for ``"auto"`` where the two may race
-    (exact mode, a fixed c, an input norm of ``auto_race_norms``); ``start_point`` is the
-    checked point or None.
+    Checked by :func:`configure`: ``formulation`` is then a :class:`Formulation`, or None for
+    ``"auto"`` where the two may race (exact mode, a fixed c, an input norm of
+    ``auto_race_norms``); ``start_point`` is the checked point or None.
     """
 
-    solver: str = "auto"
-    mode: Mode = Mode.EXACT
-    time_limit: float | None = None
-    gap: float | None = None
-    threads: int | None = None
-    verbose: bool = False
-    bounds: str = "linear"
-    max_refinements: int | None = None
-    random_seed: int = 0
-    split: bool | str | SplitOptions = "auto"
-    decompose: bool | str = "auto"
-    regions: bool | str | RegionOptions = "auto"
-    formulation: Formulation | None = Formulation.BACKWARD
-    workers: int | None = None
-    subnet_bounds: bool | str = "auto"
-    attack: bool | str = "auto"
-    sign_split: bool = False
-    gate_split: bool = False
-    split_leader: bool = True
-    products: bool = True
-    start_point: FloatArray | None = None
+    solver: str = option(
+        "auto", kind=Kind.VALUE, group=Group.SOLVING, batch=True,
+        help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
+        "where the two formulations are raced), highs, scip, cbc or gurobi",
+    )  # fmt: skip
+    mode: Mode = option(
+        Mode.EXACT, kind=Kind.CHOICE, group=Group.SOLVING, choices=tuple(m.value for m in Mode),
+        help="exact MIP (default) or its LP relaxation (an upper bound)", batch=True,
+    )  # fmt: skip
+    time_limit: float | None = option(
+        None, kind=Kind.VALUE, group=Group.SOLVING, type=float, metavar="SECONDS",
+        help="stop after this long with certified bounds", inherit=False,
+        check=check_positive, batch=True,
+    )  # fmt: skip
+    gap: float | None = option(
+        None, kind=Kind.VALUE, group=Group.SOLVING, type=float, metavar="REL",
+        help="stop at this relative gap, e.g. 0.05", check=check_gap, batch=True,
+    )  # fmt: skip
+    threads: int | None = option(
+        None, kind=Kind.VALUE, group=Group.SOLVING, type=int, help="solver threads",
+        check=check_count,  # checked as workers is, not handed to the solver as it is
+    )  # fmt: skip
+    bounds: str = option(
+        "linear", kind=Kind.CHOICE, group=Group.SPEED, choices=("linear", "interval", "lp"),
+        help="bound propagation before modelling (default: linear)", batch=True,
+    )  # fmt: skip
+    split: bool | str | SplitOptions = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, inherit=False,
+        check=check_auto_options("SplitOptions"),
+        help="always split the domain (boxes and l-inf balls)",
+        off="never split the domain (default: split boxes of <= 4 inputs)",
+    )  # fmt: skip
+    decompose: bool | str = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
+        help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
+        "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
+        off="--norm l1: one MIP with a selection binary per entry and sign",
+    )  # fmt: skip
+    regions: bool | str | RegionOptions = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, inherit=False,
+        help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
+        off="skip the region search (default: unless the domain is split, try it for "
+        "4000 nodes (fewer if it projects more than 100000), 60000 if under 90%% of neurons "
+        "are unstable, then the MIP)",
+    )  # fmt: skip
+    formulation: Formulation | None = option(
+        "auto", kind=Kind.CHOICE, group=Group.SPEED, choices=("auto", "backward", "forward"),
+        inherit=False,
+        help="how the MIP differentiates the network: backward (the paper's chain rule) or "
+        "forward (directional derivative, fixed c only); default auto: backward, and with "
+        "--norm linf, if it has not finished in 5 s, both raced on two processes (at once "
+        "when 90%% or more of the neurons are unstable)",
+    )  # fmt: skip
+    subnet_bounds: bool | str = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
+        help="bound the forward model's tangents by sub-network constants (small MIPs or region "
+        "searches), also on a split's parts",
+        off="keep the propagated tangent bounds (default: for the forward model, a small MIP "
+        "per neuron below the first hidden layer, at most 30 s and a tenth of the time limit)",
+    )  # fmt: skip
+    attack: bool | str = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
+        help="start every MIP from the attained value of a gradient attack and a pattern climb "
+        "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
+        "fixed c)",
+        off="no attack (default: only in the two racers of --formulation auto, or the "
+        "--sign-split in their place, the leader's split after them, and before the halves of "
+        "--gate-split)",
+    )  # fmt: skip
+    sign_split: bool = option(
+        False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+        help="split the backward model's search on the sign of one gradient entry (--norm "
+        "linf): two halves solved side by side, instead of any race (off by default)",
+    )  # fmt: skip
+    gate_split: bool = option(
+        False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+        help="split the domain by the hyperplane of the first-layer neuron with the most "
+        "balanced range (--norm linf, fixed c, with --formulation forward or backward): two "
+        "halves solved side by side (off by default)",
+    )  # fmt: skip
+    products: bool = option(
+        True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
+        help="--norm l1 with the decomposition: maximise each candidate through the backward "
+        "pass's switches (default: for a network of two hidden layers and a fixed c, as a sum "
+        "of products of the two layers' gates, a tighter model)",
+    )  # fmt: skip
+    split_leader: bool = option(
+        True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
+        help="let the two racers of --formulation auto run to the end (default: if neither has "
+        "finished after 30 s, or from 10 s on once one's proven bound is 1.3 times below the "
+        "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
+        "again split in halves on two processes)",
+    )  # fmt: skip
+    workers: int | None = option(
+        None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
+        help="processes for independent solves: the race of the two formulations, and the "
+        "l1 norm's candidates solved side by side (HiGHS, SCIP); default: one per core; 1: none",
+    )  # fmt: skip
+    verbose: bool = option(False, kind=Kind.FLAG, group=Group.OUTPUT, help="show the solver's log")
+    max_refinements: int | None = option(None, help="re-solves of a lower-dimensional optimum")
+    random_seed: int = option(0, help="the seed of the random fallback witness search")
+    start_point: FloatArray | None = option(None, help="a point of the domain: the MIP's cutoff")
 
     def but(self, **changes: Any) -> SolveConfig:
         """This configuration with ``changes`` (already valid: no checks)."""
         return replace(self, **changes)
 
+    def sub(self, **own: Any) -> SolveConfig:
+        """A sub-question's configuration: every option it inherits from this one, and its own
+        (every option declared ``inherit=False``) as ``own`` gives them, all of them."""
+        missing = sorted(OWN - set(own))
+        if missing:
+            raise TypeError(f"a sub-question sets its own {', '.join(missing)}")
+        return replace(self, **own)
+
     @property
     def exact(self) -> bool:
         return self.mode is Mode.EXACT
 
-    def arguments(self) -> dict[str, Any]:
-        """The options a sub-question inherits, as :func:`lipopt.lipschitz`'s keywords (the
-        domain split, the region search, the formulation and the time limit are its own)."""
-        inherited = {f.name: getattr(self, f.name) for f in fields(self)}
-        for own in ("split", "regions", "formulation", "time_limit"):
-            del inherited[own]
-        return inherited
 
-
-#: every option of :class:`SolveConfig` at its default, as :func:`lipopt.lipschitz`'s keywords
-LEVER_DEFAULTS: dict[str, Any] = {
-    **{f.name: f.default for f in fields(SolveConfig)},
-    "formulation": "auto",
+#: the declaration of each option, by name, in the order ``lipopt solve --help`` lists them
+DECLARED: dict[str, Option] = {
+    f.name: spec for f in fields(SolveConfig) if (spec := declared(f)) is not None
 }
+
+#: the options a sub-question sets itself (the domain split, the region search, the
+#: formulation and the time limit)
+OWN = frozenset(name for name, spec in DECLARED.items() if not spec.inherit)
+
+#: every option at its public default, as :func:`lipopt.lipschitz`'s keywords
+LEVER_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(SolveConfig)}
+
+#: the keyword options of :func:`lipopt.lipschitz` that configure a solve
+LEVERS = tuple(LEVER_DEFAULTS)
+
+
+def check_declared(levers: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Each of ``names`` by its declared validator, in the order given."""
+    for name in names:
+        check = DECLARED[name].check
+        if check is not None:
+            check(name, levers[name])
 
 
 def configure(
@@ -106,7 +219,7 @@ def configure(
     input_norm = InputNorm.parse(norm)
     mode = levers["mode"]
     mode = Mode(mode) if not isinstance(mode, Mode) else mode
-    _check_limits(levers)
+    check_declared(levers, ("gap", "time_limit", "workers", "threads"))
     check_dimension(domain, network.input_dim)
     seed = resolve_seed(network, *objective)
     query = Query(balanced(network, policy.balance_ratio), domain, input_norm, seed)
@@ -126,25 +239,6 @@ def configure(
     _check_regions(config.regions, config, query)
     _check_l2_output(config, query)
     return query, config
-
-
-def _check_limits(levers: dict[str, Any]) -> None:
-    gap, time_limit, workers = levers["gap"], levers["time_limit"], levers["workers"]
-    threads = levers["threads"]
-    if gap is not None and not (0 <= gap < 1):
-        raise LipschitzError(f"gap must be in [0, 1), got {gap}")
-    if time_limit is not None and not time_limit > 0:
-        raise LipschitzError(f"time limit must be positive, got {time_limit}")
-    if workers is not None:
-        if isinstance(workers, bool) or not isinstance(workers, numbers.Integral):
-            raise LipschitzError(f"workers must be a whole number or None, got {workers!r}")
-        if workers < 1:
-            raise LipschitzError(f"workers must be at least 1, got {workers}")
-    if threads is not None:  # checked as workers is, not handed to the solver as it is
-        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
-            raise LipschitzError(f"threads must be a whole number or None, got {threads!r}")
-        if threads < 1:
-            raise LipschitzError(f"threads must be at least 1, got {threads}")
 
 
 def resolve_formulation(
@@ -175,34 +269,27 @@ def _check_switches(
     levers: dict[str, Any], query: Query, mode: Mode, form: Formulation | None
 ) -> None:
     """The on/off/auto levers: each of an accepted type, and applicable where forced on."""
-    if isinstance(levers["split"], str) and levers["split"] != "auto":
-        split = levers["split"]
-        raise LipschitzError(f"split must be True, False, 'auto' or SplitOptions, got {split!r}")
-    if levers["decompose"] != "auto" and not isinstance(levers["decompose"], bool):
-        decompose = levers["decompose"]
-        raise LipschitzError(f"decompose must be True, False or 'auto', got {decompose!r}")
-    for name in ("subnet_bounds", "attack"):
-        if levers[name] not in ("auto", True, False):
-            raise LipschitzError(f"{name} must be True, False or 'auto', got {levers[name]!r}")
+    check_declared(levers, ("split", "decompose", "subnet_bounds", "attack"))
     if levers["attack"] is True and (mode is not Mode.EXACT or not query.fixed_c):
         raise LipschitzError(
             "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
         )
-    _check_bool(levers, "products")
-    _check_bool(levers, "sign_split")  # 1 or numpy's True would be silently ignored
+    check_declared(levers, ("products", "sign_split"))
     if levers["sign_split"] is True and (
         mode is not Mode.EXACT or query.norm is not InputNorm.LINF or form is Formulation.FORWARD
     ):
         raise LipschitzError(
             "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
         )
-    _check_bool(levers, "gate_split")
-    _check_bool(levers, "split_leader")
+    # every other declared validator (today gate_split's, split_leader's), in declaration order
+    check_declared(levers, tuple(name for name in DECLARED if name not in _CHECKED_FIRST))
 
 
-def _check_bool(levers: dict[str, Any], name: str) -> None:
-    if not isinstance(levers[name], bool):
-        raise LipschitzError(f"{name} must be True or False, got {levers[name]!r}")
+#: the validators :func:`configure` runs at their own step (the order of its messages)
+_CHECKED_FIRST = (
+    "gap", "time_limit", "workers", "threads", "split", "decompose", "subnet_bounds", "attack",
+    "products", "sign_split",
+)  # fmt: skip
 
 
 def _checked_start(start: ArrayLike | None, query: Query, mode: Mode) -> FloatArray | None:

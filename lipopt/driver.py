@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lipopt.bounds.interval import interval_bounds
@@ -21,7 +21,7 @@ from lipopt.domain import Domain
 from lipopt.heuristics.witness import Witness
 from lipopt.lazy import load_for_solving
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm
+from lipopt.norms import InputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
 from lipopt.plan.planner import uses_l2
 from lipopt.policy import Policy
@@ -50,6 +50,32 @@ STRATEGIES: dict[type, Strategy] = {
 }
 
 
+@dataclass(frozen=True)
+class Budget:
+    """The time of one question: its ``limit`` in seconds (None: none) from ``started`` on
+    (:func:`time.perf_counter`); with ``reserve`` (a user's question) the strategies stop
+    early enough for the work after them (:meth:`~lipopt.policy.Policy.for_strategies`: what
+    is spent already, less the finish reserve); a sub-question's strategies get its limit."""
+
+    limit: float | None
+    started: float = field(default_factory=time.perf_counter)
+    reserve: bool = False
+
+    def spent(self) -> float:
+        """Seconds since the clock started."""
+        return time.perf_counter() - self.started
+
+    def left(self) -> float | None:
+        """Seconds left of the limit (None: no limit)."""
+        return None if self.limit is None else self.limit - self.spent()
+
+    def for_strategies(self, policy: Policy) -> float | None:
+        """The limit the strategies run under, from now."""
+        if not self.reserve:
+            return self.limit
+        return policy.for_strategies(self.limit, self.spent())
+
+
 class Driver:
     """Runs nodes and sub-questions (the strategies' :class:`~lipopt.strategies.context.Runner`)."""
 
@@ -57,23 +83,18 @@ class Driver:
         """Run ``node`` by its strategy within ``limit`` seconds."""
         return STRATEGIES[type(node)](node, query, limit, ctx)
 
-    def solve(self, query: Query, arguments: dict[str, Any], ctx: Context) -> Bracket:
-        """Check, plan and run ``query`` under ``arguments`` (:func:`lipopt.lipschitz`'s
-        keywords, unset ones at their defaults); ``arguments["time_limit"]`` is its limit."""
-        levers = {**LEVER_DEFAULTS, **arguments}
-        query, config = configure(
-            query.network, query.domain, query.norm, objective(query), levers, ctx.policy
-        )
+    def solve(self, query: Query, config: SolveConfig, ctx: Context) -> Bracket:
+        """A sub-question: ``query`` under ``config``, within ``config.time_limit`` from now."""
+        return self.within(query, config, ctx, Budget(config.time_limit))
+
+    def within(self, query: Query, config: SolveConfig, ctx: Context, budget: Budget) -> Bracket:
+        """Plan and run ``query`` under the checked ``config`` within ``budget``: the one path
+        of every question and sub-question."""
         node = plan(query, config, here(ctx.policy, config, query), ctx.policy)
-        return self.run(node, query, config.time_limit, ctx)
+        return self.run(node, query, budget.for_strategies(ctx.policy), ctx)
 
 
 DRIVER = Driver()
-
-
-def objective(query: Query) -> tuple[Any, OutputNorm | None]:
-    """``(c, output_norm)`` of a checked query."""
-    return (None, query.seed) if isinstance(query.seed, OutputNorm) else (query.seed, None)
 
 
 def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
@@ -112,12 +133,11 @@ def answer(
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)
-    node = plan(query, config, here(policy, config, query), policy)
     ctx = context(progress, policy)
     # the limit bounds the whole call: loading and the work after the strategies count too
-    limit = policy.for_strategies(config.time_limit, time.perf_counter() - started)
+    budget = Budget(config.time_limit, started, reserve=True)
     try:
-        bracket = DRIVER.run(node, query, limit, ctx)
+        bracket = DRIVER.within(query, config, ctx, budget)
     except (SolverFailure, NoBoundError) as err:
         if err.bracket is None:  # nothing proven on the way: the interval bounds' bracket
             err.bracket = propagated_floor(query, None, {})
@@ -197,8 +217,7 @@ def solve_entry(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),
         {**LEVER_DEFAULTS, **arguments}, policy,
     )  # fmt: skip
-    node = plan(query, config, here(policy, config, query), policy)
-    return DRIVER.run(node, query, config.time_limit, context(None, policy, stop))
+    return DRIVER.within(query, config, context(None, policy, stop), Budget(config.time_limit))
 
 
 def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
@@ -241,4 +260,6 @@ def status_note(bracket: Bracket) -> str:
     return f"{why}: the constant is in [{bracket.lower:.6g}, {bracket.upper:.6g}]"
 
 
-__all__ = ["DRIVER", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "to_result"]
+__all__ = [
+    "DRIVER", "Budget", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "to_result",
+]  # fmt: skip

@@ -8,7 +8,6 @@ How it is found: docs/architecture.md (check, plan, run the strategies, one resu
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ from numpy.typing import ArrayLike
 from lipopt import driver, policy
 from lipopt.balance import balanced
 from lipopt.bounds import propagate
-from lipopt.config import Mode, configure, resolve_formulation
+from lipopt.config import LEVER_DEFAULTS, LEVERS, Mode, configure, resolve_formulation
 from lipopt.domain import Domain, check_dimension
 from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation
@@ -251,24 +250,6 @@ def lipschitz(
     return driver.answer(network, domain, norm, (c, output_norm), levers, progress)
 
 
-#: the keyword options of :func:`lipschitz` that configure a solve (every key of SolveConfig)
-LEVERS = (
-    "solver", "mode", "time_limit", "gap", "threads", "verbose", "bounds", "max_refinements",
-    "random_seed", "split", "decompose", "regions", "formulation", "workers", "subnet_bounds",
-    "attack", "sign_split", "gate_split", "split_leader", "products", "start_point",
-)  # fmt: skip
-
-
-def _levers(**given: Any) -> dict[str, Any]:
-    """Every lever, with :func:`lipschitz`'s defaults where ``given`` is silent."""
-    defaults = {
-        name: parameter.default
-        for name, parameter in inspect.signature(lipschitz).parameters.items()
-        if name in LEVERS
-    }
-    return {**defaults, **given}
-
-
 def check_arguments(
     network: Network,
     domain: Domain,
@@ -283,4 +264,5 @@ def check_arguments(
     unknown = sorted(set(options) - set(LEVERS))
     if unknown:
         raise LipschitzError(f"unknown option {unknown[0]!r}")
-    configure(network, domain, norm, (c, output_norm), _levers(**options), policy.Policy.current())
+    levers = {**LEVER_DEFAULTS, **options}
+    configure(network, domain, norm, (c, output_norm), levers, policy.Policy.current())

@@ -18,13 +18,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from lipopt.bracket import FINISHED, meet
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.solvers import NoBoundError
 from lipopt.workers import ForkedWorkers, shared_floats
+
+#: a racer's question (its keyword arguments, or a typed question the caller's ``run`` reads)
+Entry = TypeVar("Entry")
 
 #: one answer from several certified answers to the same question (:func:`lipopt.bracket.meet`)
 merge = meet
@@ -65,11 +68,11 @@ class _Reports:
 def race_answers(
     network: Network,
     domain: Domain,
-    entries: dict[str, dict[str, Any]],
+    entries: dict[str, Entry],
     time_limit: float | None,
     stop_when: Callable[[float, dict[str, float]], bool] | None = None,
     *,
-    run: Callable[[str, dict[str, Any], Callable[[float, float], bool]], Any],
+    run: Callable[[str, Entry, Callable[[float, float], bool]], Any],
     slack: float = 0.0,
 ) -> tuple[str | None, dict[str, Any]]:
     """Solve each named entry (a racer's question as :func:`lipopt.lipschitz`'s keywords over

@@ -5,7 +5,7 @@ LEADER_AFTER, the one with the smaller proven bound is solved again split in hal
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
@@ -58,10 +58,11 @@ def _spy_on_leader_solves(monkeypatch) -> list[dict]:
     calls: list[dict] = []
     real = driver_module.Driver.solve
 
-    def spy(self, query, arguments, ctx):
+    def spy(self, query, config, ctx):
+        arguments = {f.name: getattr(config, f.name) for f in fields(config)}
         if arguments.get("gate_split") or arguments.get("sign_split"):
             calls.append(arguments)
-        return real(self, query, arguments, ctx)
+        return real(self, query, config, ctx)
 
     monkeypatch.setattr(driver_module.Driver, "solve", spy)
     return calls

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from lipopt.batch import SolveOptions, Task, read_instances, run_batch
 from lipopt.batch.instances import ignored_note
 from lipopt.batch.local import LocalPool
+from lipopt.cli.common import add_config_arguments, config_options
 from lipopt.cli.exits import exit_status
 from lipopt.domain import load_vector
 from lipopt.norms import InputNorm, OutputNorm
@@ -66,18 +67,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def add_solving_arguments(parser: argparse.ArgumentParser) -> None:
     """The solver options every query of a batch shares."""
     sol = parser.add_argument_group("solving (every query)")
-    sol.add_argument("--solver", default="auto", help="solver adapter (default: auto)")
-    sol.add_argument(
-        "--mode", choices=["exact", "lp"], default="exact", help="exact MIP or its LP relaxation"
-    )
-    sol.add_argument(
-        "--time-limit", type=float, metavar="SECONDS", help="per query (replaces the timeouts)"
-    )
-    sol.add_argument("--gap", type=float, metavar="REL", help="stop at this relative gap")
-    sol.add_argument(
-        "--bounds", choices=["linear", "interval", "lp"], default="linear",
-        help="bound propagation (default: linear)",
-    )  # fmt: skip
+    add_config_arguments(sol, config_options(batch=True), helps=BATCH_HELPS)
+
+
+#: the help of the options a batch shares, where it differs from ``lipopt solve``'s
+BATCH_HELPS = {
+    "solver": "solver adapter (default: auto)",
+    "mode": "exact MIP or its LP relaxation",
+    "time_limit": "per query (replaces the timeouts)",
+    "gap": "stop at this relative gap",
+    "bounds": "bound propagation (default: linear)",
+}
 
 
 def add_running_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,10 +102,8 @@ def add_running_arguments(parser: argparse.ArgumentParser) -> None:
 def solve_options(args: argparse.Namespace) -> SolveOptions:
     """The command line's Lipschitz options."""
     c = None if args.c is None else tuple(float(v) for v in load_vector(args.c, "--c"))
-    return SolveOptions(
-        norm=args.norm, c=c, output_norm=args.output_norm, solver=args.solver,
-        mode=args.mode, time_limit=args.time_limit, gap=args.gap, bounds=args.bounds,
-    )  # fmt: skip
+    options = {name: getattr(args, name) for name in config_options(batch=True)}
+    return SolveOptions(norm=args.norm, c=c, output_norm=args.output_norm, **options)
 
 
 def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> int:

@@ -8,9 +8,8 @@ import json
 from lipopt.batch import PointSet, point_tasks
 from lipopt.certify import BUDGET_SPENT, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
-from lipopt.cli.common import _progress
+from lipopt.cli.common import _progress, add_config_arguments
 from lipopt.cli.exits import exit_status
-from lipopt.cli.solvers import solver_help
 from lipopt.domain import parse_ball
 from lipopt.io.onnx import load_onnx
 from lipopt.norms import InputNorm
@@ -84,18 +83,7 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
         help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
         "per class pair; naive: the pairs' maximum constant",
     )
-    parser.add_argument(
-        "--solver",
-        default="auto",
-        help=solver_help(),
-    )
-    parser.add_argument(
-        "--time-limit",
-        type=float,
-        metavar="SECONDS",
-        help="time limit of each constant's solve (pairwise/naive solve one per other "
-        "class); bounds stay certified",
-    )
+    add_config_arguments(parser, ("solver", "time_limit"), helps=CERTIFY_HELPS)
     parser.add_argument(
         "--total-time-limit",
         type=float,
@@ -107,6 +95,13 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     _add_points_arguments(parser)
+
+
+#: the help of the solve options certify takes, where it differs from ``lipopt solve``'s
+CERTIFY_HELPS = {
+    "time_limit": "time limit of each constant's solve (pairwise/naive solve one per other "
+    "class); bounds stay certified",
+}
 
 
 def _add_points_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,12 +6,17 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from enum import Enum
 from typing import Any
 
+from lipopt import config
+from lipopt.cli.solvers import solver_help
 from lipopt.domain import Domain, DomainError, parse_ball, parse_box
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+from lipopt.options import Group, Kind, Option, declarations
 
 #: when this module was imported: the start of the clock where the kernel's is not readable
 _IMPORTED = time.monotonic()
@@ -68,6 +73,80 @@ def _add_switch(group: Any, name: str, on: str, off: str) -> None:
         f"--{name}", dest=dest, action="store_const", const=True, default="auto", help=on
     )
     pair.add_argument(f"--no-{name}", dest=dest, action="store_const", const=False, help=off)
+
+
+def config_options(
+    group: Group | None = None, batch: bool = False, declaration: type | None = None
+) -> tuple[str, ...]:
+    """The options of ``declaration`` (:class:`~lipopt.config.SolveConfig`) that have a flag,
+    in declaration order: those ``lipopt solve --help`` lists in ``group``, or (``batch``)
+    those every query of a batch takes."""
+    return tuple(
+        name
+        for name, (spec, _) in _declared(declaration).items()
+        if spec.flag and (group is None or spec.group is group) and (spec.batch or not batch)
+    )
+
+
+def add_config_arguments(
+    parser: Any,
+    names: Sequence[str],
+    helps: dict[str, str] | None = None,
+    declaration: type | None = None,
+) -> None:
+    """The flags of the options ``names`` as ``declaration`` (:class:`~lipopt.config.SolveConfig`)
+    declares them (:mod:`lipopt.options`); ``helps`` replaces the help of a command whose
+    option means something of its own."""
+    declared = _declared(declaration)
+    generated = {"solver": solver_help()}  # what the registered adapters declare
+    for name in names:
+        spec, default = declared[name]
+        text = (helps or {}).get(name, generated.get(name, spec.help))
+        ADDERS[spec.kind](parser, name, replace(spec, help=text), default)
+
+
+def _declared(declaration: type | None) -> dict[str, tuple[Option, Any]]:
+    """The declared options (read when a parser is made: a new field is a new flag)."""
+    return declarations(declaration or config.SolveConfig)
+
+
+def _add_value(parser: Any, name: str, spec: Option, default: Any) -> None:
+    extra = {} if default is None else {"default": default}
+    extra |= {} if spec.type is None else {"type": spec.type}
+    extra |= {} if spec.metavar is None else {"metavar": spec.metavar}
+    parser.add_argument(_flag(name), help=spec.help, **extra)
+
+
+def _add_choice(parser: Any, name: str, spec: Option, default: Any) -> None:
+    default = default.value if isinstance(default, Enum) else default
+    parser.add_argument(_flag(name), choices=list(spec.choices), default=default, help=spec.help)
+
+
+def _add_declared_switch(parser: Any, name: str, spec: Option, default: Any) -> None:
+    _add_switch(parser, name.replace("_", "-"), on=spec.help, off=spec.off)
+
+
+def _add_flag(parser: Any, name: str, spec: Option, default: Any) -> None:
+    parser.add_argument(_flag(name), action="store_true", help=spec.help)
+
+
+def _add_negated(parser: Any, name: str, spec: Option, default: Any) -> None:
+    flag = "--no-" + name.replace("_", "-")
+    parser.add_argument(flag, dest=name, action="store_false", help=spec.help)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+#: how each kind of option is added to a parser
+ADDERS: dict[Kind, Callable[[Any, str, Option, Any], None]] = {
+    Kind.VALUE: _add_value,
+    Kind.CHOICE: _add_choice,
+    Kind.SWITCH: _add_declared_switch,
+    Kind.FLAG: _add_flag,
+    Kind.NEGATED: _add_negated,
+}
 
 
 def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:

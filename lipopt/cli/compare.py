@@ -7,7 +7,13 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lipopt.cli.common import _add_problem_arguments, _progress, domain_from_args, limit_left
+from lipopt.cli.common import (
+    _add_problem_arguments,
+    _progress,
+    add_config_arguments,
+    domain_from_args,
+    limit_left,
+)
 from lipopt.cli.solvers import solver_list
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
@@ -56,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_compare_arguments(parser)
 
 
+#: the help of the solve options compare takes, where it differs from ``lipopt solve``'s
 def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The problem (weighting c, no output norm), the methods and output."""
     _add_problem_arguments(parser, output_norm=False, l2="; not liplp, lipopt3/4, lipmip")
@@ -65,12 +72,8 @@ def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="A,B,...",
         help="comma list of estimators (default: all, cheapest first)",
     )
-    run.add_argument(
-        "--solver",
-        default="auto",
-        help="solver for liplp and lipmip: auto (as in lipopt solve; the default), "
-        f"{solver_list()}",
-    )
+    solver = f"solver for liplp and lipmip: auto (as in lipopt solve; the default), {solver_list()}"
+    add_config_arguments(run, ("solver",), helps={"solver": solver})
     run.add_argument(
         "--time-limit",
         type=float,

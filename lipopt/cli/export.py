@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from lipopt.cli.common import _add_problem_arguments, domain_from_args
+from lipopt.cli.common import _add_problem_arguments, add_config_arguments, domain_from_args
 from lipopt.domain import load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import build_model
@@ -30,11 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o", "--output", required=True, metavar="PATH", help="where to write: a .lp or .mps file"
     )
-    parser.add_argument(
-        "--mode",
-        choices=["exact", "lp"],
-        default="exact",
-        help="the MIP (default) or its LP relaxation",
+    add_config_arguments(
+        parser, ("mode",), helps={"mode": "the MIP (default) or its LP relaxation"}
     )
 
 

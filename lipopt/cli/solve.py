@@ -11,18 +11,19 @@ import numpy as np
 
 from lipopt.cli.common import (
     _add_problem_arguments,
-    _add_switch,
     _progress,
+    add_config_arguments,
+    config_options,
     domain_from_args,
     limit_left,
 )
 from lipopt.cli.exits import exit_status
-from lipopt.cli.solvers import solver_help
 from lipopt.domain import Domain, load_vector
 from lipopt.io.onnx import load_onnx
 from lipopt.lipschitz import LipschitzResult, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm
+from lipopt.options import Group
 from lipopt.progress import counted
 from lipopt.schema import TIMING_KEYS
 from lipopt.solvers import registry
@@ -75,151 +76,18 @@ def add_parser(sub: argparse._SubParsersAction, show_all: bool = False) -> None:
 
 def _add_solve_arguments(parser: argparse.ArgumentParser, show_all: bool = True) -> None:
     """Every option of ``solve``, group by group, in the order ``--help`` lists them (the
-    speed levers' help only with ``show_all``)."""
+    speed levers' help only with ``show_all``); the solve options as declared."""
     _add_problem_arguments(parser, l2="")
-    _add_solving_arguments(parser)
-    perf = parser.add_argument_group("speed levers (each can be switched off)")
-    _add_model_levers(perf)
-    _add_search_levers(perf)
+    add_config_arguments(parser.add_argument_group("solving"), config_options(Group.SOLVING))
+    perf = parser.add_argument_group(Group.SPEED.value)
+    add_config_arguments(perf, config_options(Group.SPEED))
     if not show_all:  # still accepted, not listed one by one
         for action in perf._group_actions:
             action.help = argparse.SUPPRESS
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object")
-    out.add_argument("--verbose", action="store_true", help="show the solver's log")
+    add_config_arguments(out, config_options(Group.OUTPUT))
     out.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-
-
-def _add_solving_arguments(parser: argparse.ArgumentParser) -> None:
-    """The solver, the mode and the limits."""
-    sol = parser.add_argument_group("solving")
-    sol.add_argument(
-        "--solver",
-        default="auto",
-        help=solver_help(),
-    )
-    sol.add_argument(
-        "--mode",
-        choices=["exact", "lp"],
-        default="exact",
-        help="exact MIP (default) or its LP relaxation (an upper bound)",
-    )
-    sol.add_argument(
-        "--time-limit",
-        type=float,
-        metavar="SECONDS",
-        help="stop after this long with certified bounds",
-    )
-    sol.add_argument(
-        "--gap", type=float, metavar="REL", help="stop at this relative gap, e.g. 0.05"
-    )
-    sol.add_argument("--threads", type=int, help="solver threads")
-
-
-def _add_model_levers(perf: Any) -> None:
-    """Speed levers that shape the problem: bounds, splitting, decomposition, regions, and
-    the formulation."""
-    perf.add_argument(
-        "--bounds",
-        choices=["linear", "interval", "lp"],
-        default="linear",
-        help="bound propagation before modelling (default: linear)",
-    )
-    _add_switch(
-        perf,
-        "split",
-        on="always split the domain (boxes and l-inf balls)",
-        off="never split the domain (default: split boxes of <= 4 inputs)",
-    )
-    _add_switch(
-        perf,
-        "decompose",
-        on="--norm l1: one small MIP per gradient entry and sign, best bound first, "
-        "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
-        off="--norm l1: one MIP with a selection binary per entry and sign",
-    )
-    _add_switch(
-        perf,
-        "regions",
-        on="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
-        off="skip the region search (default: unless the domain is split, try it for "
-        "4000 nodes (fewer if it projects more than 100000), 60000 if under 90%% of neurons "
-        "are unstable, then the MIP)",
-    )
-    perf.add_argument(
-        "--formulation",
-        choices=["auto", "backward", "forward"],
-        default="auto",
-        help="how the MIP differentiates the network: backward (the paper's chain rule) or "
-        "forward (directional derivative, fixed c only); default auto: backward, and with "
-        "--norm linf, if it has not finished in 5 s, both raced on two processes (at once "
-        "when 90%% or more of the neurons are unstable)",
-    )
-
-
-def _add_search_levers(perf: Any) -> None:
-    """Speed levers of the search itself: tangent bounds, attack, splits, products, the
-    split leader and worker processes."""
-    _add_switch(
-        perf,
-        "subnet-bounds",
-        on="bound the forward model's tangents by sub-network constants (small MIPs or region "
-        "searches), also on a split's parts",
-        off="keep the propagated tangent bounds (default: for the forward model, a small MIP "
-        "per neuron below the first hidden layer, at most 30 s and a tenth of the time limit)",
-    )
-    _add_switch(
-        perf,
-        "attack",
-        on="start every MIP from the attained value of a gradient attack and a pattern climb "
-        "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
-        "fixed c)",
-        off="no attack (default: only in the two racers of --formulation auto, or the "
-        "--sign-split in their place, the leader's split after them, and before the halves of "
-        "--gate-split)",
-    )
-    perf.add_argument(
-        "--sign-split",
-        action="store_true",
-        help="split the backward model's search on the sign of one gradient entry (--norm "
-        "linf): two halves solved side by side, instead of any race (off by default)",
-    )
-    perf.add_argument(
-        "--gate-split",
-        action="store_true",
-        help="split the domain by the hyperplane of the first-layer neuron with the most "
-        "balanced range (--norm linf, fixed c, with --formulation forward or backward): two "
-        "halves solved side by side (off by default)",
-    )
-    _add_parallel_levers(perf)
-
-
-def _add_parallel_levers(perf: Any) -> None:
-    """Speed levers that are on by default: products, the split leader, worker processes."""
-    perf.add_argument(
-        "--no-products",
-        dest="products",
-        action="store_false",
-        help="--norm l1 with the decomposition: maximise each candidate through the backward "
-        "pass's switches (default: for a network of two hidden layers and a fixed c, as a sum "
-        "of products of the two layers' gates, a tighter model)",
-    )
-    perf.add_argument(
-        "--no-split-leader",
-        dest="split_leader",
-        action="store_false",
-        help="let the two racers of --formulation auto run to the end (default: if neither has "
-        "finished after 30 s, or from 10 s on once one's proven bound is 1.3 times below the "
-        "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
-        "again split in halves on two processes)",
-    )
-    perf.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="processes for independent solves: the race of the two formulations, and the "
-        "l1 norm's candidates solved side by side (HiGHS, SCIP); default: one per core; 1: none",
-    )
 
 
 def _format_vector(vec: np.ndarray | None, limit: int = 6) -> str:
@@ -283,11 +151,7 @@ def format_result(result: LipschitzResult, network: Network, domain: Domain, mod
 
 def _solve_options(args: argparse.Namespace, progress: Callable[[str], None]) -> dict[str, Any]:
     """The keyword options of :func:`lipopt.lipschitz` that ``lipopt solve`` passes on."""
-    names = (
-        "solver", "mode", "time_limit", "gap", "threads", "verbose", "bounds", "split",
-        "decompose", "regions", "formulation", "workers", "subnet_bounds", "attack",
-        "sign_split", "gate_split", "split_leader", "products",
-    )  # fmt: skip
+    names = config_options()
     return {name: getattr(args, name) for name in names} | {"progress": progress}
 
 

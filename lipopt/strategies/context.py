@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
 
 if TYPE_CHECKING:
     from lipopt.bracket import Bracket
+    from lipopt.config import SolveConfig
     from lipopt.plan.nodes import Node
     from lipopt.query import Query
 
@@ -30,8 +31,8 @@ class Runner(Protocol):
         """Run a planned node for at most ``limit`` seconds (None: no limit)."""
         ...
 
-    def solve(self, query: Query, arguments: dict[str, Any], ctx: Context) -> Bracket:
-        """Check, plan and run ``query`` under :func:`lipopt.lipschitz`'s keywords."""
+    def solve(self, query: Query, config: SolveConfig, ctx: Context) -> Bracket:
+        """Plan and run ``query`` under ``config`` (a sub-question's: ``config.sub(...)``)."""
         ...
 
 

@@ -13,15 +13,18 @@ instead of the race (:func:`_split_instead`). Every sub-question goes to the run
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from lipopt import race as racing
+from lipopt.balance import balanced
 from lipopt.bracket import Bracket, meet, noted
+from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.formulation.build import Formulation
+from lipopt.norms import InputNorm
 from lipopt.plan.nodes import Race, Racer
 from lipopt.policy import Policy
 from lipopt.progress import Say, heartbeat
@@ -32,18 +35,42 @@ from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.floor import kept_after
 
 
+@dataclass(frozen=True, eq=False)
+class Entry(Mapping[str, Any]):
+    """A racer's question: its configuration, read as :func:`lipopt.lipschitz`'s keywords
+    (with ``norm`` and ``c``) by whoever looks at the race's entries."""
+
+    config: SolveConfig
+    norm: InputNorm
+    c: Any
+
+    def __getitem__(self, key: str) -> Any:
+        if key in ("norm", "c"):
+            return getattr(self, key)
+        if key not in LEVER_DEFAULTS:
+            raise KeyError(key)
+        return getattr(self.config, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("norm", "c", *LEVER_DEFAULTS))
+
+    def __len__(self) -> int:
+        return 2 + len(LEVER_DEFAULTS)
+
+    def but(self, **changes: Any) -> Entry:
+        """The same question with ``changes`` to its configuration."""
+        return replace(self, config=self.config.but(**changes))
+
+
 @dataclass(frozen=True)
 class _Raced:
-    """The question the probe, the racers and the splits after or instead of the race share,
-    with the caller's options as keyword arguments."""
+    """The question the probe, the racers and the splits after or instead of the race share;
+    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been)."""
 
     node: Race
     query: Query
     ctx: Context
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        return self.node.config.arguments()
+    asked: Query
 
     @property
     def attack(self) -> bool:
@@ -52,9 +79,13 @@ class _Raced:
         attack = self.node.config.attack
         return True if attack == "auto" else attack  # type: ignore[return-value]
 
-    def solve(self, **overrides: Any) -> Bracket:
-        """The runner on this question, the caller's arguments with ``overrides``."""
-        return self.ctx.runner.solve(self.query, {**self.arguments, **overrides}, self.ctx)
+    def config(self, **own: Any) -> SolveConfig:
+        """A sub-question's configuration: the caller's, with ``own`` (:meth:`SolveConfig.sub`)."""
+        return self.node.config.sub(**own)
+
+    def solve(self, **own: Any) -> Bracket:
+        """The runner on this question under :meth:`config`."""
+        return self.ctx.runner.solve(self.asked, self.config(**own), self.ctx)
 
 
 def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bracket:
@@ -62,7 +93,8 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
     probe (``node.probe`` False: a problem that looks hard) the race starts at once, and the
     backward racer runs the region search before its MIP."""
     start, policy = time.perf_counter(), ctx.policy
-    problem = _Raced(node, query, ctx)
+    asked = replace(query, network=balanced(query.network, policy.balance_ratio))
+    problem = _Raced(node, query, ctx, asked)
     probe_limit = policy.race_after if limit is None else min(policy.race_after, limit)
     probed: Bracket | None = None
     probe_error: NoBoundError | None = None
@@ -86,21 +118,19 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
     return _race(problem, remaining, probed, probe_seconds, probe_limit)
 
 
-def _entries(problem: _Raced, race_limit: float | None) -> dict[str, dict[str, Any]]:
-    """Each racer's question as :func:`lipopt.lipschitz`'s keywords."""
+def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
+    """Each racer's question."""
     query = problem.query
     return {
-        racer.name: dict(
-            problem.arguments,
-            norm=query.norm,
-            c=query.seed,
-            regions=racer.regions,
-            split=False,
-            time_limit=race_limit,
-            formulation=racer.formulation,
-            solver=racer.solver,
-            attack=problem.attack,
-            sign_split=False,
+        racer.name: Entry(
+            problem.config(
+                regions=racer.regions,
+                split=False,
+                time_limit=race_limit,
+                formulation=racer.formulation,
+            ).but(solver=racer.solver, attack=problem.attack, sign_split=False),
+            query.norm,
+            query.seed,
         )  # fmt: skip
         for racer in problem.node.racers
     }
@@ -160,7 +190,7 @@ def _race(
 
 def _run_racers(
     problem: _Raced,
-    entries: dict[str, dict[str, Any]],
+    entries: dict[str, Entry],
     remaining: float | None,
     decide: bool,
 ) -> tuple[str | None, dict[str, Bracket], bool]:
@@ -188,7 +218,7 @@ def _run_racers(
             f"no racer proved a bound in {policy.leader_after:g} s; "
             "racing them for the time left..."
         )
-        entries = {name: dict(entry, time_limit=left) for name, entry in entries.items()}
+        entries = {name: entry.but(time_limit=left) for name, entry in entries.items()}
         with heartbeat(say, "racing", left):
             winner, answers = racing.race_answers(
                 network, domain, entries, left, run=run, slack=policy.slack(left)
@@ -197,13 +227,12 @@ def _run_racers(
     return winner, answers, decide
 
 
-def _racer_runner(problem: _Raced) -> Callable[[str, dict[str, Any], StopHook], Bracket]:
+def _racer_runner(problem: _Raced) -> Callable[[str, Entry, StopHook], Bracket]:
     """What a racer's process runs: its question, silently, its MIPs reporting to ``stop``."""
-    ctx, query = problem.ctx, problem.query
+    ctx = problem.ctx
 
-    def run(name: str, entry: dict[str, Any], stop: StopHook) -> Bracket:
-        arguments = {k: v for k, v in entry.items() if k not in ("norm", "c")}
-        answer = ctx.runner.solve(query, arguments, ctx.quiet().racing(stop))
+    def run(name: str, entry: Entry, stop: StopHook) -> Bracket:
+        answer = ctx.runner.solve(problem.asked, entry.config, ctx.quiet().racing(stop))
         return replace(answer, model=None)
 
     return run
