@@ -22,12 +22,12 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
 
 from lipopt.estimators.base import EstimatorFailed
-from lipopt.workers import die_with_parent, may_fork
+from lipopt.parallel.workers import die_with_parent, may_fork
 
 T = TypeVar("T")
 
 #: seconds to wait for Pyomo's output-capture lock before killing a child (it is held only
-#: while a solve's output capture starts or ends; see lipopt.workers._terminate)
+#: while a solve's output capture starts or ends; see lipopt.parallel.workers._terminate)
 CAPTURE_LOCK_WAIT = 2.0
 
 
@@ -41,6 +41,20 @@ SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _LIVE: set[Any] = set()
 
 
+#: modules whose native thread pools a forked child inherits without their threads (Clarabel's
+#: rayon pool, SCS's OpenMP): once one has solved in this process, a forked child that solves
+#: with it waits forever for workers it does not have (seen: LipSDP hung in a forked child
+#: after an earlier Clarabel solve in the same process). Where one is loaded, methods run in a
+#: spawned child instead, which starts its own pools.
+FORK_UNSAFE_MODULES = ("clarabel", "scs")
+
+
+def start_method() -> str:
+    """``"fork"`` (cheap: the child has everything loaded), or ``"spawn"`` where a module of
+    :data:`FORK_UNSAFE_MODULES` is loaded in this process."""
+    return "spawn" if any(name in sys.modules for name in FORK_UNSAFE_MODULES) else "fork"
+
+
 class OutOfTime(Exception):
     """The child had not answered by its deadline and was killed."""
 
@@ -51,12 +65,13 @@ def can_isolate() -> bool:
 
 
 def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
-    """``call()`` in a forked child: its answer, or its exception raised here.
+    """``call()`` in a child process (forked, or spawned: :func:`start_method`): its answer,
+    or its exception raised here.
 
     Raises :class:`OutOfTime` when no answer came by ``kill_at`` (a :func:`time.monotonic`
     time; None: no deadline). On every way out (answer, deadline, KeyboardInterrupt from a
     signal received while waiting) the child and its process group are stopped."""
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context(start_method())
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
     # no signal lands between the fork and the try below, which stops the child on every way

@@ -169,3 +169,37 @@ def test_time_limit_bounds_the_whole_command(stuck_cli):
     assert entries["shor"]["seconds"] is not None
     assert entries["naive"]["value"] is None and entries["naive"]["status"] == "time_limit"
     assert entries["naive"]["seconds"] is None
+
+
+#: a ``python`` script: Clarabel solves once in this process (its rayon thread pool starts),
+#: then compare() runs LipSDP, which solves with Clarabel, in a child process
+AFTER_CLARABEL = """\
+import json
+import numpy as np
+from lipopt import Box
+from lipopt.compare import compare, to_json
+from lipopt.estimators import lipsdp
+from tests.helpers import random_network
+
+big = random_network(np.random.default_rng(1), [10, 20, 20, 2])
+lipsdp.estimate(big, Box(np.zeros(10), np.ones(10)), "linf", c=[1.0, -1.0])  # rayon's pool starts
+net = random_network(np.random.default_rng(0), [2, 20, 40, 20, 2])
+box = Box(np.zeros(2), np.ones(2))
+results = compare(net, box, "linf", [1.0, -1.0], "lipsdp", time_limit=60)
+print(json.dumps(to_json(results)["methods"][0]))
+"""
+
+
+def test_a_method_after_clarabel_ran_here_is_not_forked_into_a_deadlock():
+    """A forked child inherits Clarabel's rayon pool without its threads and waits forever;
+    once Clarabel is loaded, methods run in a spawned child (found hanging the docs' tests)."""
+    pytest.importorskip("cvxpy")
+    pytest.importorskip("clarabel")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_CLARABEL], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lipsdp = json.loads(done.stdout.strip().splitlines()[-1])
+    assert lipsdp["value"] is not None and "status" not in lipsdp, lipsdp
