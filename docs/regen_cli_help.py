@@ -4,7 +4,7 @@ lipopt/cli/exits.py (run after changing any of them).
 
     python docs/regen_cli_help.py
 
-tests/test_docs.py fails while a block is stale. Each block is the first code block after its
+tests/docs/test_docs.py fails while a block is stale. Each block is the first code block after its
 ``## `lipopt ... --help` `` heading, rendered at 80 columns.
 """
 

@@ -4,7 +4,7 @@
     python docs/regen_outputs.py              # every page
     python docs/regen_outputs.py docs/cli.md  # one page
 
-tests/test_docs_run.py runs the same examples and fails when a page's output is stale. What is
+tests/docs/test_docs_run.py runs the same examples and fails when a page's output is stale. What is
 run, page by page in document order, in a scratch folder where ``models/`` is the bundled
 models' folder (so files an example writes land there):
 
@@ -44,8 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FENCE = re.compile(r"^(?:<!-- (?P<directive>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)\n?```$",
-                   re.S | re.M)
+FENCE = re.compile(
+    r"^(?:<!-- (?P<directive>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)\n?```$", re.S | re.M
+)
 
 
 def pages() -> list[Path]:
@@ -71,9 +72,16 @@ class Block:
 
 def blocks(text: str) -> list[Block]:
     """Every fenced block of a Markdown page, in order."""
-    return [Block(m.group("lang"), m.group("body"), m.group("directive") or "",
-                  m.start("body"), m.start("body") + len(m.group("body")))
-            for m in FENCE.finditer(text)]
+    return [
+        Block(
+            m.group("lang"),
+            m.group("body"),
+            m.group("directive") or "",
+            m.start("body"),
+            m.start("body") + len(m.group("body")),
+        )
+        for m in FENCE.finditer(text)
+    ]
 
 
 @dataclass
@@ -115,8 +123,15 @@ def run_command(line: str, workdir: Path) -> tuple[str, int]:
     if words[0] != "lipopt":
         raise ValueError(f"only lipopt commands run in the docs, not {line!r}")
     env = dict(os.environ, COLUMNS="80")
-    done = subprocess.run(lipopt_command() + words[1:], cwd=workdir, env=env, text=True,
-                          capture_output=True, timeout=600, check=False)
+    done = subprocess.run(
+        lipopt_command() + words[1:],
+        cwd=workdir,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
     return done.stderr + done.stdout, done.returncode
 
 
@@ -212,7 +227,7 @@ def rewritten(text: str, ran: list[Ran]) -> str:
     """``text`` with every run block's body replaced by what the run printed."""
     for one in sorted(ran, key=lambda r: r.block.start, reverse=True):
         body = one.printed + ("\n" if not one.block.body else "")  # an empty block had none
-        text = text[: one.block.start] + body + text[one.block.end:]
+        text = text[: one.block.start] + body + text[one.block.end :]
     return text
 
 

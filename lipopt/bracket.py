@@ -7,7 +7,7 @@ Two ways the strategies combine answers:
   (:func:`meet`);
 * **union** — a cover of the question by parts whose largest maximum is the answer (the domain
   split's parts, the ℓ1 candidates, the halves of a split): the largest part bound, the best
-  witness (:class:`lipopt.strategies.pieces.Pieces`, :mod:`lipopt.split`).
+  witness (:class:`lipopt.strategies.pieces.Pieces`, :mod:`lipopt.search.split`).
 """
 
 from __future__ import annotations

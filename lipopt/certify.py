@@ -34,7 +34,7 @@ from lipopt.domain import BALLS, L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
-from lipopt.split import gradient_box_norm
+from lipopt.search.split import gradient_box_norm
 from lipopt.status import Status, Unsolved
 
 #: the balls a radius is certified in

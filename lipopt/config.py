@@ -34,10 +34,10 @@ from lipopt.options import (
 )
 from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
-from lipopt.regions import RegionOptions
+from lipopt.search.regions import RegionOptions
+from lipopt.search.split import SplitOptions
 from lipopt.solvers import get
 from lipopt.solvers.registry import capabilities, is_auto
-from lipopt.split import SplitOptions
 
 FloatArray = NDArray[np.float64]
 

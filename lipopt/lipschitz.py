@@ -24,10 +24,10 @@ from lipopt.heuristics.witness import value_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.query import LipschitzError, Query, resolve_c, resolve_seed
-from lipopt.regions import RegionOptions
 from lipopt.result import LipschitzResult
+from lipopt.search.regions import RegionOptions
+from lipopt.search.split import SplitOptions
 from lipopt.solvers import NoBoundError, SolverError
-from lipopt.split import SplitOptions
 
 __all__ = [  # the facade's names, and those it re-exports from the layers below
     "LipschitzError", "LipschitzResult", "Mode", "NoBoundError", "SolverError", "InputNorm",
@@ -130,7 +130,8 @@ def lipschitz(
         progress: called with a short message at each stage (the CLI prints them), and
             every :data:`~lipopt.progress.HEARTBEAT_SECONDS` during a long MIP solve or race.
         split: branch and bound on the input domain (boxes and ℓ∞ balls, exact mode): True
-            or :class:`~lipopt.split.SplitOptions`; each part is solved by the MIP. ``"auto"``
+            or :class:`~lipopt.search.split.SplitOptions`; each part is solved by the MIP.
+            ``"auto"``
             (the default) splits boxes of at most ``AUTO_SPLIT_MAX_DIM`` inputs, where halving
             the domain removes unstable neurons fast; False never splits.
         decompose: for the ℓ1 input norm (exact mode), solve ``max ||∇||_∞`` as the largest of
@@ -142,8 +143,8 @@ def lipschitz(
             has at least ``AUTO_DECOMPOSE_MIN_DIM`` dimensions. No effect for the ℓ∞ input
             norm or ``mode="lp"``.
         regions: search the activation patterns (linear regions) directly, by branch and bound
-            with a feasibility LP per branch (:mod:`lipopt.regions`); exact mode, a fixed c,
-            boxes and ℓ∞ balls. True (or :class:`~lipopt.regions.RegionOptions`) answers by
+            with a feasibility LP per branch (:mod:`lipopt.search.regions`); exact mode, a fixed c,
+            boxes and ℓ∞ balls. True (or :class:`~lipopt.search.regions.RegionOptions`) answers by
             the search alone, within the time limit; ``"auto"`` (the default) tries it, when
             the domain is not split, for ``AUTO_REGION_NODES`` nodes (or
             ``AUTO_REGION_NODES_FEW_UNSTABLE`` when under ``AUTO_REGION_UNSTABLE_SHARE`` of
@@ -159,7 +160,7 @@ def lipschitz(
             binaries; a fixed c only). ``"auto"`` (the default): in exact mode with a fixed c,
             the ℓ∞ input norm and HiGHS or SCIP on two or more cores, the backward model for
             :data:`~lipopt.policy.RACE_AFTER` seconds, then, if unfinished, both raced on two
-            processes for the time left (:mod:`lipopt.race`; with ``solver="auto"`` SCIP
+            processes for the time left (:mod:`lipopt.parallel.race`; with ``solver="auto"`` SCIP
             solves the raced backward model); backward otherwise. With ``regions="auto"`` and
             at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable, the race
             starts at once, without the probe, and the backward racer searches the regions
@@ -169,12 +170,14 @@ def lipschitz(
             gradient sign runs on the two processes instead of the race.
         workers: processes for independent solves on this machine's cores — the race of
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
-            side (:mod:`lipopt.workers`; HiGHS and SCIP). None (the default): one per core; 1:
+            side (:mod:`lipopt.parallel.workers`; HiGHS and SCIP). None (the default): one per
+            core; 1:
             everything in this process.
         subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
             sub-networks up to each neuron, each a small MIP or, for a sub-network of one
-            hidden layer on a box, a region search (:mod:`lipopt.subnets`), within
-            :func:`~lipopt.subnets.budget_for` seconds. ``"auto"`` (the default): for the forward
+            hidden layer on a box, a region search (:mod:`lipopt.search.subnets`), within
+            :func:`~lipopt.search.subnets.budget_for` seconds. ``"auto"`` (the default): for the
+            forward
             formulation in exact mode, except on the parts of a domain split.
         attack: before the MIP, a gradient attack
             (:func:`~lipopt.heuristics.attack.gradient_attack`, :data:`ATTACK_RESTARTS`

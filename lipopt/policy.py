@@ -25,7 +25,7 @@ AUTO_SPLIT_MAX_DIM = 4
 AUTO_DECOMPOSE_MIN_DIM = 5
 
 #: ``regions="auto"`` (where the domain is not split) first searches the linear regions
-#: (:mod:`lipopt.regions`) for a number of nodes and then falls back to the MIP with what it
+#: (:mod:`lipopt.search.regions`) for a number of nodes and then falls back to the MIP with what it
 #: proved. The budget follows the share of unstable neurons, a cheap sign of how many regions the
 #: domain holds: with at least ``AUTO_REGION_UNSTABLE_SHARE`` of the hidden neurons unstable (unit
 #: boxes in 10+ dimensions in benchmarks/speed.py: 98–100%, where the search never finished) it

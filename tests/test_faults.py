@@ -25,9 +25,9 @@ import lipopt.policy as policy_module
 from lipopt import Box, lipschitz
 from lipopt.cli import main
 from lipopt.cli.exits import EXIT_INTERRUPTED, EXIT_SOLVER_ERROR, EXIT_TERMINATED
+from lipopt.parallel.workers import can_fork
 from lipopt.solvers import SolveOptions, SolveResult, SolverFailure, Termination, registry
 from lipopt.strategies import race as race_strategy
-from lipopt.workers import can_fork
 from tests.helpers import alive, children, command_line, random_network, save_onnx
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
@@ -191,7 +191,7 @@ def test_the_domain_split_stops_bounding_parts_at_its_deadline(monkeypatch):
     """Bisecting a wide network's box into thousands of parts took 110 s under a 20 s limit
     (each part's bounds cost 27 ms). With a clock that ticks a second per reading, the split
     must stop making parts at its deadline and answer with the parts' proven bounds."""
-    import lipopt.split as split_module
+    import lipopt.search.split as split_module
     from lipopt.norms import InputNorm
 
     net = random_network(np.random.default_rng(3), [3, 60, 60, 1])

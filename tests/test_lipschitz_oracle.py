@@ -7,7 +7,7 @@ import pytest
 
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.workers import can_fork
+from lipopt.parallel.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import assert_certified_exact, brute_force_lipschitz, from_lipopt
 

@@ -1,5 +1,5 @@
 """Every key of a result's JSON is documented in one place, lipopt/schema.py (docs/cli.md's table
-is generated from it and checked current by tests/test_docs.py)."""
+is generated from it and checked current by tests/docs/test_docs.py)."""
 
 from __future__ import annotations
 

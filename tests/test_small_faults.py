@@ -78,7 +78,7 @@ def test_a_split_answer_keeps_the_note_that_the_optimum_was_not_shown_attained()
     from lipopt.driver import NOT_PROVEN_EXACT, honest
     from lipopt.network import Affine, Network, ReLU
     from lipopt.query import Query
-    from lipopt.split import SplitOutcome
+    from lipopt.search.split import SplitOutcome
     from lipopt.strategies.domain_split import _bracket
 
     # relu(x - 0.5) + relu(0.5 - x): at x = 0.5 both neurons are off, a pattern whose region

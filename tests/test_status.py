@@ -126,7 +126,7 @@ def test_the_json_keys_table_lists_every_status():
 
 
 def test_the_cli_reference_tables_list_exactly_the_statuses():
-    """docs/cli.md's verdicts and statuses' table (generated: tests/test_docs.py checks them
+    """docs/cli.md's verdicts and statuses' table (generated: tests/docs/test_docs.py checks them
     current) hold every status once, in order, with its exit status."""
     page = (ROOT / "docs" / "cli.md").read_text()
     rows = re.findall(r"^\| `(\w+)` \| .* \| (\d+) \|$", page, re.M)

@@ -1,7 +1,7 @@
 """MkDocs hooks: the repository's own pages that the docs link to (``../benchmarks/...``,
 ``../models/README.md``) become pages of the site, so their links are links of the site and
 are checked like the others (mkdocs.yml's ``validation``). The links stay as written in the
-Markdown, where they resolve on disk (tests/test_docs.py): here each relative link is read as a
+Markdown, where they resolve on disk (tests/docs/test_docs.py): here each relative link is read as a
 path of the repository and pointed at that file's place in the site (docs/X is X, any other
 file keeps its repository path)."""
 

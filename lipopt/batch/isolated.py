@@ -19,7 +19,7 @@ from typing import Any
 from lipopt.batch.execute import run_safely
 from lipopt.batch.tasks import Task
 from lipopt.network import Network
-from lipopt.workers import die_with_parent
+from lipopt.parallel.workers import die_with_parent
 
 #: seconds between two looks at whether the worker still wants the task
 POLL_SECONDS = 0.25

@@ -26,7 +26,7 @@ from typing import Any
 from lipopt import policy
 from lipopt.batch.execute import failed_line, run_safely
 from lipopt.batch.tasks import Task
-from lipopt.workers import _serve
+from lipopt.parallel.workers import _serve
 
 
 def _answer(request: tuple[Task, int]) -> dict[str, Any]:

@@ -118,7 +118,7 @@ def tangent_bounds(
 
     ``states`` are the neurons' states from the forward bounds (active, inactive, unstable).
     ``refine`` (optional) tightens each layer after the first before the next is bounded from
-    it (:mod:`lipopt.subnets` solves sub-network MIPs there); its bounds are intersected with
+    it (:mod:`lipopt.search.subnets` solves sub-network MIPs there); its bounds are intersected with
     these.
     """
     affines = network.affine_layers

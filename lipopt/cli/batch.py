@@ -14,7 +14,7 @@ from lipopt.cli.common import add_config_arguments, config_options
 from lipopt.cli.exits import exit_status
 from lipopt.domain import load_vector
 from lipopt.norms import InputNorm, OutputNorm
-from lipopt.workers import available_cores
+from lipopt.parallel.workers import available_cores
 
 BATCH_EPILOG = """\
 examples:

@@ -11,8 +11,9 @@ table of docs/cli.md is generated from them and :data:`NO_ANSWER` (:func:`status
 | 130  | interrupted (SIGINT, Ctrl-C): nothing printed on stdout, no partial file |
 | 143  | terminated (SIGTERM): as interrupted |
 
-Worker processes are stopped on the way out either way (:class:`lipopt.workers.ForkedWorkers`
-closes them; a worker also dies with its parent, :func:`lipopt.workers.die_with_parent`).
+Worker processes are stopped on the way out either way
+(:class:`lipopt.parallel.workers.ForkedWorkers`
+closes them; a worker also dies with its parent, :func:`lipopt.parallel.workers.die_with_parent`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lipopt.parallel.workers import available_cores, may_fork, process_count
 from lipopt.solvers.registry import is_usable
-from lipopt.workers import available_cores, may_fork, process_count
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class Facts:
     def processes(self, solver: str, workers: int | None, tasks: int) -> int:
         """Processes for ``tasks`` independent solves: ``workers`` (None: every core), never
         more than the tasks or the cores, and 1 where ``solver`` cannot be forked here
-        (the rule of :func:`~lipopt.workers.worker_count`, which the pieces follow at run time)."""
+        (the rule of :func:`~lipopt.parallel.workers.worker_count`, which the pieces follow at run
+        time)."""
         return process_count(solver, workers, tasks, self.cores, self.fork)
 
 

@@ -13,9 +13,9 @@ from typing import Union
 
 from lipopt.config import SolveConfig
 from lipopt.formulation.build import Formulation
-from lipopt.regions import RegionOptions
+from lipopt.search.regions import RegionOptions
+from lipopt.search.split import SplitOptions
 from lipopt.solvers.registry import capabilities
-from lipopt.split import SplitOptions
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Mip:
 
 @dataclass(frozen=True)
 class RegionSearch:
-    """The linear regions searched directly (:mod:`lipopt.regions`).
+    """The linear regions searched directly (:mod:`lipopt.search.regions`).
 
     Attributes:
         options: the search's limits (``regions="auto"``: raised at run time where few neurons
@@ -98,7 +98,8 @@ class RegionSearch:
 
 @dataclass(frozen=True)
 class DomainSplit:
-    """Branch and bound on the input box (:mod:`lipopt.split`); each part answered by ``part``."""
+    """Branch and bound on the input box (:mod:`lipopt.search.split`); each part answered by
+    ``part``."""
 
     options: SplitOptions
     part: Mip

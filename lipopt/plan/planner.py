@@ -28,9 +28,9 @@ from lipopt.plan.facts import Facts
 from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
-from lipopt.regions import RegionOptions
+from lipopt.search.regions import RegionOptions
+from lipopt.search.split import SplitOptions
 from lipopt.solvers.registry import adapter_key, is_auto, resolve
-from lipopt.split import SplitOptions
 
 
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:

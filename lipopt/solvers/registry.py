@@ -33,7 +33,7 @@ INSTALL_HINTS: dict[str, str] = {a.name: a.install_hint for a in CLASSES}
 #: the adapters that take a nonconvex quadratic constraint (the ℓ2 model's ``t <= ||g||_2^2``)
 QUADRATIC = frozenset(a.name for a in CLASSES if a.QUADRATIC)
 
-#: the adapters that may solve in a forked worker process (:mod:`lipopt.workers`)
+#: the adapters that may solve in a forked worker process (:mod:`lipopt.parallel.workers`)
 FORKABLE = frozenset(a.name for a in CLASSES if a.FORKABLE)
 
 #: name -> options for a solve under a cutoff (the adapters that declare any)

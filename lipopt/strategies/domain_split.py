@@ -1,4 +1,4 @@
-"""The domain split strategy: branch and bound on the input box (:mod:`lipopt.split`), each
+"""The domain split strategy: branch and bound on the input box (:mod:`lipopt.search.split`), each
 part that bounds cannot settle answered by the part's plan (a *union*: paper Theorem 1,
 ``L(X) = max_p L(X_p)`` for ``X = ∪ X_p``)."""
 
@@ -15,7 +15,7 @@ from lipopt.heuristics.witness import Witness, attains
 from lipopt.plan.nodes import DomainSplit, Mip
 from lipopt.progress import counted
 from lipopt.query import Query
-from lipopt.split import SplitOutcome, SplitProblem, branch_and_bound
+from lipopt.search.split import SplitOutcome, SplitProblem, branch_and_bound
 from lipopt.status import Status
 from lipopt.strategies.context import Context
 from lipopt.strategies.refine import refinement_message

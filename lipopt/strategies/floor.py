@@ -25,8 +25,8 @@ from lipopt.bracket import Bracket, closed, meet
 from lipopt.heuristics.witness import Witness, best_differentiable
 from lipopt.progress import Say
 from lipopt.query import Query
+from lipopt.search.split import gradient_box_norm
 from lipopt.solvers import NoBoundError, SolverError
-from lipopt.split import gradient_box_norm
 from lipopt.status import Status
 from lipopt.verify import is_differentiable_at
 

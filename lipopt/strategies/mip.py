@@ -23,6 +23,7 @@ from lipopt.heuristics.starts import attack_witness
 from lipopt.heuristics.witness import Witness, attains, below, best_witness
 from lipopt.plan.nodes import Mip
 from lipopt.query import Query
+from lipopt.search.subnets import budget_for, subnet_tangent_bounds
 from lipopt.solvers import NoBoundError, SolveOptions, Solver, SolverFailure, get
 from lipopt.status import Status
 from lipopt.strategies import refine
@@ -44,7 +45,6 @@ from lipopt.strategies.refine import (
     refinement_message,
     solve_status,
 )
-from lipopt.subnets import budget_for, subnet_tangent_bounds
 
 
 def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Bracket:

@@ -3,7 +3,7 @@ decomposition's candidates, the halves of the sign and gate splits.
 
 Each piece is the built model with something fixed (``arrange``), solved under the cutoff of the
 best value attained when it starts, in this process or side by side on forked copies of the
-model (:mod:`lipopt.workers`).
+model (:mod:`lipopt.parallel.workers`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from lipopt.bracket import Bracket
 from lipopt.config import Mode
 from lipopt.heuristics.witness import Witness, attains, below
+from lipopt.parallel.workers import ForkedWorkers, InProcess, worker_count
 from lipopt.policy import Policy
 from lipopt.progress import silent
 from lipopt.solvers import SolveOptions
@@ -32,7 +33,6 @@ from lipopt.strategies.refine import (
     refinement_message,
     solve_status,
 )
-from lipopt.workers import ForkedWorkers, InProcess, worker_count
 
 FloatArray = NDArray[np.float64]
 
@@ -167,7 +167,8 @@ def solve_pieces(
     policy: Policy,
 ) -> None:
     """Solve ``union.items`` in order into ``pieces``, side by side on forked copies of the
-    model when ``problem.workers`` allows (:func:`~lipopt.workers.worker_count`), else one by
+    model when ``problem.workers`` allows (:func:`~lipopt.parallel.workers.worker_count`), else one
+    by
     one. Each piece starts under the cutoff of the best value attained when it starts, so one
     that cannot beat it answers "infeasible"; a piece whose ``bound`` is at most the value
     already reached (the best witness, or the floor) is not solved but bounded; pieces the

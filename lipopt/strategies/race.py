@@ -3,7 +3,8 @@ process, the first exact answer taken (a *meet*: every answer along the way is c
 the result keeps the best upper and lower bounds of all of them).
 
 First the backward model alone for ``race_after`` seconds (the probe; most problems finish
-within it); if unfinished, the two racers (:func:`lipopt.race.race_answers`) for the time left
+within it); if unfinished, the two racers (:func:`lipopt.parallel.race.race_answers`) for the time
+left
 — with ``split_leader`` until ``leader_after`` seconds, or earlier on a clear lead
 (:func:`decisive`), then the leader solved again split in halves on both cores
 (:func:`_split_leader`) — or, with ``sign_split``, the backward model split on a gradient sign
@@ -19,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from lipopt import race as racing
 from lipopt.balance import balanced
 from lipopt.bracket import Bracket, meet, noted
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm
+from lipopt.parallel import race as racing
 from lipopt.plan.nodes import Race, Racer
 from lipopt.policy import Policy
 from lipopt.progress import Say, heartbeat
@@ -239,7 +240,8 @@ def _racer_runner(problem: _Raced) -> Callable[[str, Entry, StopHook], Bracket]:
 
 
 def decisive(say: Say, rule: Policy) -> Callable[[float, dict[str, float]], bool]:
-    """``split_leader``'s early decision (:func:`~lipopt.race.race_answers`' ``stop_when``):
+    """``split_leader``'s early decision (:func:`~lipopt.parallel.race.race_answers`'
+    ``stop_when``):
     from ``early_leader_after`` seconds into the race, stop the racers once one's proven bound
     is at least ``decisive_ratio`` times the other's."""
 

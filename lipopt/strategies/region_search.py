@@ -1,5 +1,6 @@
 """The region search strategy: the linear regions of a box searched directly
-(:mod:`lipopt.regions`), exact when complete; with a fallback, the rest of the plan finishes an
+(:mod:`lipopt.search.regions`), exact when complete; with a fallback, the rest of the plan finishes
+an
 unfinished search and the better bounds of both are kept (a *meet*)."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from lipopt.domain import Box
 from lipopt.plan.nodes import RegionSearch
 from lipopt.progress import Say, counted
 from lipopt.query import Query
-from lipopt.regions import RegionOptions, search_regions
-from lipopt.regions import RegionSearch as Found
+from lipopt.search.regions import RegionOptions, search_regions
+from lipopt.search.regions import RegionSearch as Found
 from lipopt.solvers import NoBoundError, SolverError, SolverFailure
 from lipopt.status import Status
 from lipopt.strategies.context import Context

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lipopt import policy, workers
+from lipopt import policy
 from lipopt.cli import main
 from lipopt.cli.parser import make_parser
 from lipopt.cli.solvers import solver_help, solver_list
 from lipopt.config import SolveConfig
 from lipopt.formulation.build import Formulation
+from lipopt.parallel import workers
 from lipopt.plan import Facts, Mip, race_solver
 from lipopt.policy import Policy
 from lipopt.solvers import Adapter, SolveOptions, SolverError, Termination, registry

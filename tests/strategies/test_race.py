@@ -11,14 +11,14 @@ import pytest
 
 from lipopt import Box, LinfBall, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.race import merge
-from lipopt.workers import can_fork
+from lipopt.parallel.race import merge
+from lipopt.parallel.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
-race_module = importlib.import_module("lipopt.race")
+race_module = importlib.import_module("lipopt.parallel.race")
 policy_module = importlib.import_module("lipopt.policy")
 
 pytestmark = pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
@@ -208,7 +208,7 @@ def _race_problem():
 
 
 def test_one_racers_error_does_not_stop_the_other():
-    from lipopt.race import race_answers
+    from lipopt.parallel.race import race_answers
 
     net, box, base = _race_problem()
     alone = lipschitz(net, box, formulation="backward", **base)
@@ -223,7 +223,7 @@ def test_one_racers_error_does_not_stop_the_other():
 
 
 def test_every_racer_failing_raises_the_first_error():
-    from lipopt.race import race_answers
+    from lipopt.parallel.race import race_answers
 
     net, box, base = _race_problem()
     entries = {
@@ -237,7 +237,7 @@ def test_every_racer_failing_raises_the_first_error():
 def test_a_racer_that_dies_is_an_error_and_the_other_answers(monkeypatch):
     import os
 
-    from lipopt.race import race_answers
+    from lipopt.parallel.race import race_answers
     from lipopt.solvers import SolverError
 
     net, box, base = _race_problem()

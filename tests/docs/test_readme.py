@@ -1,10 +1,10 @@
 """The README's two set-up commands stay true (CI runs the test command verbatim). Its other
-examples run in tests/test_docs_run.py."""
+examples run in tests/docs/test_docs_run.py."""
 
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _setup_commands() -> list[str]:
@@ -28,4 +28,3 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_example_model_exists():
     model = re.search(r"lipopt solve (models/\S+\.onnx)", _setup_commands()[0]).group(1)
     assert (ROOT / model).is_file()
-

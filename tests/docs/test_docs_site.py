@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import require_module
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: a Sphinx role left as text: ``:class:`x``` in Markdown, ``:class:<code>x</code>`` rendered
 RAW_ROLE = re.compile(r":(?:py:)?[a-z]+:(?:<code>|`)")
 

@@ -1,4 +1,5 @@
-"""Tangent bounds from sub-network Lipschitz constants (lipopt.subnets): sound, never looser than
+"""Tangent bounds from sub-network Lipschitz constants (lipopt.search.subnets): sound, never looser
+than
 CROWN's, equal to the sub-network's constant (by sub-MIP or by region search), and the forward
 model stays exact with them."""
 
@@ -7,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lipopt import Box, L1Ball, LinfBall, lipschitz, subnets
+from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NeuronState
 from lipopt.bounds.tangent import direction_ball, tangent_bounds
 from lipopt.norms import InputNorm
+from lipopt.search import subnets
+from lipopt.search.subnets import SUB_GAP, WIDEN, prefix_network, subnet_tangent_bounds
 from lipopt.solvers import get
-from lipopt.subnets import SUB_GAP, WIDEN, prefix_network, subnet_tangent_bounds
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 

@@ -11,7 +11,7 @@ from lipopt import policy as policy_module
 from lipopt.bounds import propagate
 from lipopt.heuristics import attack as attack_module
 from lipopt.network import Affine, ReLU
-from lipopt.regions import RegionOptions, search_regions
+from lipopt.search.regions import RegionOptions, search_regions
 
 
 def _network() -> tuple[Network, LinfBall, np.ndarray]:

@@ -5,7 +5,7 @@ import pytest
 
 from lipopt import Box, LinfBall, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.split import SplitOptions, split_box
+from lipopt.search.split import SplitOptions, split_box
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 

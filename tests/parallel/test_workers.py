@@ -1,4 +1,5 @@
-"""Forked workers (lipopt.workers): tasks answered by processes that inherit this one's state."""
+"""Forked workers (lipopt.parallel.workers): tasks answered by processes that inherit this
+one's state."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from lipopt import LinfBall, LipschitzError, lipschitz
-from lipopt.workers import ForkedWorkers, InProcess, can_fork, worker_count
+from lipopt.parallel.workers import ForkedWorkers, InProcess, can_fork, worker_count
 from tests.helpers import random_network
 
 needs_fork = pytest.mark.skipif(not can_fork("highs"), reason="needs two cores and fork")

@@ -10,11 +10,11 @@ import pytest
 
 from lipopt import Box, LipschitzError, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.workers import can_fork
+from lipopt.parallel.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
+from tests.strategies.test_race import _spy_on_race
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
-from tests.test_race import _spy_on_race
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")

@@ -11,7 +11,7 @@ import pytest
 
 from lipopt import Box, LipschitzError, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.workers import can_fork
+from lipopt.parallel.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case

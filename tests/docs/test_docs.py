@@ -7,7 +7,7 @@ import pytest
 
 from lipopt.cli import make_parser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _subcommand_options(name: str) -> set[str]:
@@ -97,7 +97,7 @@ def test_getting_started_result_table_is_the_code_s():
 def test_getting_started_exports_from_torch_as_torch_advises():
     """torch 2.13 warns that the TorchScript exporter (dynamo=False) is deprecated: the page
     exports with the default exporter, and shows lipopt.from_torch in an example that runs and
-    whose output is checked (tests/test_docs_run.py)."""
+    whose output is checked (tests/docs/test_docs_run.py)."""
     text = (ROOT / "docs" / "getting-started.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     exports = [b for b in blocks if "torch.onnx.export(" in b]

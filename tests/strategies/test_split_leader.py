@@ -12,17 +12,17 @@ import pytest
 
 from lipopt import Box, LipschitzError, lipschitz
 from lipopt.norms import dual_norm
-from lipopt.workers import can_fork
+from lipopt.parallel.workers import can_fork
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
+from tests.strategies.test_race import _spy_on_race, race_at_once  # noqa: F401 (a fixture)
 from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
-from tests.test_race import _spy_on_race, race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
 driver_module = importlib.import_module("lipopt.driver")
 race_strategy = importlib.import_module("lipopt.strategies.race")
-race_module = importlib.import_module("lipopt.race")
+race_module = importlib.import_module("lipopt.parallel.race")
 refine_module = importlib.import_module("lipopt.strategies.refine")
 policy_module = importlib.import_module("lipopt.policy")
 

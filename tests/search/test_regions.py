@@ -1,4 +1,4 @@
-"""The linear-region search (lipopt.regions) against independent truth.
+"""The linear-region search (lipopt.search.regions) against independent truth.
 
 Truth is tests/oracle.py's brute-force region enumeration (it imports nothing from lipopt) and
 closed forms; sampled gradients check that no bound is ever beaten.
@@ -15,7 +15,7 @@ from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU, lipschitz
 from lipopt.bounds import propagate
 from lipopt.lipschitz import LipschitzError
 from lipopt.norms import dual_norm
-from lipopt.regions import RegionOptions, search_regions
+from lipopt.search.regions import RegionOptions, search_regions
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 from tests.test_lipschitz_oracle import SCALAR_CASES
@@ -27,7 +27,7 @@ BOX_CASES = [i for i, case in enumerate(SCALAR_CASES) if not isinstance(case[1],
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
 region_strategy = importlib.import_module("lipopt.strategies.region_search")
 policy_module = importlib.import_module("lipopt.policy")
-regions_module = importlib.import_module("lipopt.regions")
+regions_module = importlib.import_module("lipopt.search.regions")
 
 AUTO_CASES = [
     ([5, 8, 8, 1], LinfBall([0.5] * 5, 0.3), "linf"),
@@ -237,7 +237,7 @@ def test_auto_region_search_runs_only_where_the_domain_is_not_split():
 
 
 def test_long_searches_report_progress(monkeypatch):
-    import lipopt.regions as regions_module
+    import lipopt.search.regions as regions_module
 
     monkeypatch.setattr(regions_module, "PROGRESS_SECONDS", 0.0)
     net, domain, norm, c, _ = _case(2)
@@ -310,7 +310,7 @@ def test_mip_and_search_agree_with_a_neuron_that_is_zero_on_the_whole_domain():
     ],
 )
 def test_handover_note_says_how_the_mip_ended(mip_status, lower, ending, status):
-    from lipopt.regions import RegionSearch
+    from lipopt.search.regions import RegionSearch
 
     mip = lipschitz_module.LipschitzResult(
         value=2.0, lower=lower, upper=2.0, status=mip_status, witness=np.zeros(2),

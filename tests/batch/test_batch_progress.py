@@ -41,8 +41,10 @@ def test_terminal_bar_counts_rate_and_eta(clock: _Clock) -> None:
     bar.update(running=1, line={"status": "failed"})
     shown = stream.getvalue().split("\r\033[K")[-1]
     # 2 finished in 60 s: 2/min; 6 left: 3 minutes
-    assert shown == "[##########..............] 4/10 done (2 before), 1 running, 1 failed, " \
+    assert (
+        shown == "[##########..............] 4/10 done (2 before), 1 running, 1 failed, "
         "2.0/min, ETA 3m00s"
+    )
     bar.finish()
     assert stream.getvalue().endswith(
         "\r\033[Klipopt batch: 4/10 done (2 before), 1 running, 1 failed, 2.0/min, ETA 3m00s\n"

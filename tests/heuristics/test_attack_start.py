@@ -20,7 +20,7 @@ from tests.test_lipschitz_oracle import SCALAR_CASES, scalar_case
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
-race_module = importlib.import_module("lipopt.race")
+race_module = importlib.import_module("lipopt.parallel.race")
 driver_module = importlib.import_module("lipopt.driver")
 mip_module = importlib.import_module("lipopt.strategies.mip")
 refine_module = importlib.import_module("lipopt.strategies.refine")

@@ -3,7 +3,7 @@ and the rules every plan must keep whatever the snapshot says.
 
 Rewrite the snapshots (only on purpose, when a plan is meant to change):
 
-    python -m tests.test_plan --write
+    python -m tests.plan.test_plan --write
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from lipopt.plan import DomainSplit, Facts, Mip, Race, RegionSearch, describe, p
 from lipopt.policy import Policy
 from tests.helpers import random_network
 
-SNAPSHOTS = Path(__file__).with_name("data") / "plans.json"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "data" / "plans.json"
 
 FACTS = {
     "1 core": Facts(cores=1, fork=True, solvers=frozenset({"highs", "scip"})),
@@ -154,7 +154,7 @@ def test_snapshots_cover_every_key():
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python -m tests.test_plan --write")
+        sys.exit("usage: python -m tests.plan.test_plan --write")
     snapshots = {_name(key): _plan(key) for key in _keys()}
     SNAPSHOTS.write_text(json.dumps(snapshots, indent=1, sort_keys=True) + "\n")
     print(f"{len(snapshots)} plans written to {SNAPSHOTS}")

@@ -12,15 +12,15 @@ import pytest
 from lipopt import Box, lipschitz
 from lipopt.driver import context, solve_entry
 from lipopt.norms import dual_norm
+from lipopt.parallel.race import race_answers
+from lipopt.parallel.workers import can_fork
 from lipopt.policy import DECISIVE_RATIO, EARLY_LEADER_AFTER, Policy
-from lipopt.race import race_answers
-from lipopt.workers import can_fork
 from tests.helpers import random_network
-from tests.test_race import race_at_once  # noqa: F401 (a fixture)
+from tests.strategies.test_race import race_at_once  # noqa: F401 (a fixture)
 
 # the module, not the function of the same name that lipopt re-exports
 lipschitz_module = importlib.import_module("lipopt.lipschitz")
-race_module = importlib.import_module("lipopt.race")
+race_module = importlib.import_module("lipopt.parallel.race")
 race_strategy = importlib.import_module("lipopt.strategies.race")
 policy_module = importlib.import_module("lipopt.policy")
 

@@ -1,6 +1,7 @@
 """``lipopt batch`` and ``lipopt certify --points``: every line equals what the single command
 gives for that query alone, resuming runs only what is missing, and changed inputs are
-refused. Processes killed mid-run: tests/test_batch_faults.py; Dask: tests/test_batch_dask.py."""
+refused. Processes killed mid-run: tests/batch/test_batch_faults.py; Dask:
+tests/batch/test_batch_dask.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("regen_outputs", ROOT / "docs" / "regen_outputs.py")
 regen = importlib.util.module_from_spec(_spec)
 sys.modules["regen_outputs"] = regen  # its dataclasses look their module up there
@@ -51,8 +51,10 @@ def test_a_pages_examples_run_and_print_what_it_shows(page, capfd):
             assert status == one.block.expected_exit, f"{page}: '{command}' exited {status}"
         if one.compared and not regen.same_output(one.shown, one.printed):
             stale.append(one.printed)
-    assert not stale, (f"{page} shows stale output (run python docs/regen_outputs.py {page}); "
-                       f"the run printed:\n" + "\n----\n".join(stale))
+    assert not stale, (
+        f"{page} shows stale output (run python docs/regen_outputs.py {page}); "
+        f"the run printed:\n" + "\n----\n".join(stale)
+    )
 
 
 def test_the_masks_hide_only_times():
@@ -76,7 +78,7 @@ def test_a_console_block_splits_commands_from_their_output():
     page = "<!-- run: exit 2 -->\n```console\n$ lipopt solve a\nerror one\n$ lipopt solve b\n```\n"
     (block,) = regen.blocks(page)
     assert block.lang == "console" and block.expected_exit == 2
-    assert page[block.start:block.end] == "$ lipopt solve a\nerror one\n$ lipopt solve b"
+    assert page[block.start : block.end] == "$ lipopt solve a\nerror one\n$ lipopt solve b"
 
 
 @pytest.mark.parametrize("page", [p.relative_to(ROOT).as_posix() for p in regen.pages()])
