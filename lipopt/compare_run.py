@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import sys
 import time
@@ -49,10 +50,17 @@ _LIVE: set[Any] = set()
 FORK_UNSAFE_MODULES = ("clarabel", "scs")
 
 
-def start_method() -> str:
+def start_method(call: Callable[[], Any]) -> str:
     """``"fork"`` (cheap: the child has everything loaded), or ``"spawn"`` where a module of
-    :data:`FORK_UNSAFE_MODULES` is loaded in this process."""
-    return "spawn" if any(name in sys.modules for name in FORK_UNSAFE_MODULES) else "fork"
+    :data:`FORK_UNSAFE_MODULES` is loaded in this process and ``call`` can be sent to a new
+    process (a method defined in a function, as a test's stand-in, cannot: it is forked)."""
+    if not any(name in sys.modules for name in FORK_UNSAFE_MODULES):
+        return "fork"
+    try:
+        pickle.dumps(call)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return "fork"
+    return "spawn"
 
 
 class OutOfTime(Exception):
@@ -71,7 +79,7 @@ def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
     Raises :class:`OutOfTime` when no answer came by ``kill_at`` (a :func:`time.monotonic`
     time; None: no deadline). On every way out (answer, deadline, KeyboardInterrupt from a
     signal received while waiting) the child and its process group are stopped."""
-    ctx = mp.get_context(start_method())
+    ctx: Any = mp.get_context(start_method(call))
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
     # no signal lands between the fork and the try below, which stops the child on every way
