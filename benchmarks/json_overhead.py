@@ -52,7 +52,10 @@ def ball_files(tmp: Path) -> tuple[Path, Path]:
     np.save(center, x)
     lines = [f"(declare-const X_{i} Real)" for i in range(x.size)]
     for i, value in enumerate(x):
-        lines += [f"(assert (>= X_{i} {value - 0.05!r}))", f"(assert (<= X_{i} {value + 0.05!r}))"]
+        lines += [
+            f"(assert (>= X_{i} {float(value) - 0.05!r}))",
+            f"(assert (<= X_{i} {float(value) + 0.05!r}))",
+        ]
     box = tmp / "ball.vnnlib"
     box.write_text("\n".join(lines) + "\n")
     return center, box

@@ -26,9 +26,37 @@ def solver_gate(name: str, usable: list[str], env: dict[str, str]) -> tuple[str,
     return "skip", f"solver {name!r} is not installed here"
 
 
+#: the long sweeps and end-to-end runs, marked ``slow``: the README's test command leaves them
+#: out (``-m 'not slow'`` in pyproject.toml's addopts) and ``.ci/run`` runs them as a second
+#: command (``-m slow``); together they are the whole suite
+SLOW_MODULES = (
+    "tests/test_characterisation.py",
+    "tests/test_degenerate.py",
+    "tests/test_bundled_soundness.py",
+    "tests/test_l2_ball.py",
+    "tests/io/test_onnx_branches.py",
+    "tests/io/test_onnx_conv.py",
+    "tests/docs/test_docs_run.py",
+    "tests/batch/test_batch_dask.py",
+    "tests/batch/test_batch_faults.py",
+    "tests/solvers/test_conformance.py",
+    "tests/estimators/test_two_layers.py",
+)
+
+
+def _mark_slow(items: list[pytest.Item]) -> None:
+    """Add the ``slow`` marker to the tests of :data:`SLOW_MODULES`."""
+    for item in items:
+        if any(str(item.path).endswith(module) for module in SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)  # marked before '-m' deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip, with the reason, tests marked ``requires_solver("name")`` when it is not usable,
-    or make them fail at set-up when CI requires that solver (:data:`CI_REQUIRED_SOLVERS`)."""
+    """Mark the slow sweeps (:data:`SLOW_MODULES`); skip, with the reason, tests marked
+    ``requires_solver("name")`` when it is not usable, or make them fail at set-up when CI
+    requires that solver (:data:`CI_REQUIRED_SOLVERS`)."""
+    _mark_slow(items)
     usable: list[str] | None = None
     for item in items:
         marker = item.get_closest_marker("requires_solver")
