@@ -79,6 +79,10 @@ class CompareInterrupted(KeyboardInterrupt):
 #: are given the time left as their own limit, and :func:`grace` more before they are killed
 TIMED = frozenset({"lipmip"})
 
+#: the methods that solve with cvxpy (Clarabel, SCS), whose thread pools a forked child cannot
+#: use once they have run in this process (:func:`lipopt.compare_run.start_method`)
+CONIC = frozenset({"lipsdp", "shor", "hr2"})
+
 
 def grace(time_limit: float) -> float:
     """Seconds a :data:`TIMED` method may run past the comparison's deadline to finish its
@@ -217,7 +221,11 @@ def _run(
     say(f"{name}: running")
     began = time.monotonic()
     try:
-        estimate = run_killable(call, clock.kill_at(name in TIMED)) if can_isolate() else call()
+        estimate = (
+            run_killable(call, clock.kill_at(name in TIMED), conic=name in CONIC)
+            if can_isolate()
+            else call()
+        )
     except OutOfTime:
         ran = time.monotonic() - began
         say(f"{name}: stopped at the time limit ({ran:.2f} s)")

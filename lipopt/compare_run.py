@@ -50,11 +50,12 @@ _LIVE: set[Any] = set()
 FORK_UNSAFE_MODULES = ("clarabel", "scs")
 
 
-def start_method(call: Callable[[], Any]) -> str:
-    """``"fork"`` (cheap: the child has everything loaded), or ``"spawn"`` where a module of
-    :data:`FORK_UNSAFE_MODULES` is loaded in this process and ``call`` can be sent to a new
-    process (a method defined in a function, as a test's stand-in, cannot: it is forked)."""
-    if not any(name in sys.modules for name in FORK_UNSAFE_MODULES):
+def start_method(call: Callable[[], Any], conic: bool = False) -> str:
+    """``"fork"`` (cheap: the child has everything loaded), or ``"spawn"`` for a ``conic``
+    method (one that solves with a module of :data:`FORK_UNSAFE_MODULES`) where such a module
+    is loaded in this process and ``call`` can be sent to a new process (a method defined in a
+    function, as a test's stand-in, cannot: it is forked)."""
+    if not conic or not any(name in sys.modules for name in FORK_UNSAFE_MODULES):
         return "fork"
     try:
         pickle.dumps(call)
@@ -72,14 +73,15 @@ def can_isolate() -> bool:
     return may_fork()
 
 
-def run_killable(call: Callable[[], T], kill_at: float | None) -> T:
+def run_killable(call: Callable[[], T], kill_at: float | None, conic: bool = False) -> T:
     """``call()`` in a child process (forked, or spawned: :func:`start_method`): its answer,
     or its exception raised here.
 
-    Raises :class:`OutOfTime` when no answer came by ``kill_at`` (a :func:`time.monotonic`
+    ``conic``: the method solves with cvxpy (:func:`start_method`). Raises :class:`OutOfTime`
+    when no answer came by ``kill_at`` (a :func:`time.monotonic`
     time; None: no deadline). On every way out (answer, deadline, KeyboardInterrupt from a
     signal received while waiting) the child and its process group are stopped."""
-    ctx: Any = mp.get_context(start_method(call))
+    ctx: Any = mp.get_context(start_method(call, conic))
     here, there = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(there, call, os.getpid()), daemon=False)
     # no signal lands between the fork and the try below, which stops the child on every way
