@@ -74,6 +74,19 @@ CASES = [
 ]
 
 
+def _assert_radius_keeps_the_class(net, x, res, ball_radius, rng) -> None:
+    """The certified radius lies in [0, ball_radius], and 10,000 sampled points and an attack
+    within it keep the predicted class."""
+    norm = res.norm
+    assert 0 <= res.radius <= ball_radius
+    if res.radius == 0:
+        return
+    points = _points_within(x, res.radius, norm, 10_000, rng)
+    assert np.all(predicted_class(net, points) == res.predicted)
+    attacked = _attack(net, x, res.predicted, res.radius, norm, rng)
+    assert np.all(predicted_class(net, attacked) == res.predicted)
+
+
 @pytest.mark.parametrize("widths, norm, ball_radius", CASES)
 @pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
 def test_certified_radius_is_sound(widths, norm, ball_radius, method):
@@ -84,13 +97,7 @@ def test_certified_radius_is_sound(widths, norm, ball_radius, method):
     res = certify(net, ball, method=method)
     assert res.norm == norm
     assert res.predicted == predicted_class(net, x)[0]
-    assert 0 <= res.radius <= ball_radius
-    if res.radius == 0:
-        return
-    points = _points_within(x, res.radius, norm, 10_000, rng)
-    assert np.all(predicted_class(net, points) == res.predicted)
-    attacked = _attack(net, x, res.predicted, res.radius, norm, rng)
-    assert np.all(predicted_class(net, attacked) == res.predicted)
+    _assert_radius_keeps_the_class(net, x, res, ball_radius, rng)
 
 
 def test_cross_radius_never_exceeds_pairwise():
@@ -207,13 +214,7 @@ def test_a_spent_total_leaves_a_certified_radius(widths, norm, ball_radius, meth
     res = certify(net, BALLS[norm](x, ball_radius), method=method, total_time_limit=1e-12)
     assert set(res.statuses.values()) == {BUDGET_SPENT}
     assert not any(res.exact.values())
-    assert 0 <= res.radius <= ball_radius
-    if res.radius == 0:
-        return
-    points = _points_within(x, res.radius, norm, 10_000, rng)
-    assert np.all(predicted_class(net, points) == res.predicted)
-    attacked = _attack(net, x, res.predicted, res.radius, norm, rng)
-    assert np.all(predicted_class(net, attacked) == res.predicted)
+    _assert_radius_keeps_the_class(net, x, res, ball_radius, rng)
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "30", True])
