@@ -11,13 +11,9 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from lipopt.balance import balanced
-from lipopt.domain import Box, Domain, LinfBall, check_dimension
 from lipopt.formulation.build import Formulation
-from lipopt.network import Network
-from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm
 from lipopt.options import (
     Group,
     Kind,
@@ -32,12 +28,8 @@ from lipopt.options import (
     declared,
     option,
 )
-from lipopt.policy import Policy
-from lipopt.query import LipschitzError, Query, resolve_seed
 from lipopt.search.regions import RegionOptions
 from lipopt.search.split import SplitOptions
-from lipopt.solvers import get
-from lipopt.solvers.registry import capabilities, is_auto
 
 FloatArray = NDArray[np.float64]
 
@@ -62,44 +54,113 @@ class SolveConfig:
 
     solver: str = option(
         "auto", kind=Kind.VALUE, group=Group.SOLVING, batch=True,
+        doc=(
+            "solver adapter: `auto`, `highs`, `scip`, `cbc` or `gurobi` (case-insensitive); "
+            "`lipopt solvers` shows which are usable here. `auto` is HiGHS, except that where "
+            "the two formulations are raced SCIP solves the backward model, and with `--norm "
+            "l2` SCIP solves the quadratic model ([solvers](solvers.md#auto-the-default))"
+        ),
+        shown="`auto`",
         help="solver adapter: auto (the default: HiGHS, with SCIP solving the backward model "
         "where the two formulations are raced), highs, scip, cbc or gurobi",
     )  # fmt: skip
     mode: Mode = option(
         Mode.EXACT, kind=Kind.CHOICE, group=Group.SOLVING, choices=tuple(m.value for m in Mode),
+        doc=(
+            "`exact`: solve the MIP; `lp`: solve its LP relaxation (LipLP), an upper bound "
+            "only"
+        ),
+        shown="`exact`",
         help="exact MIP (default) or its LP relaxation (an upper bound)", batch=True,
     )  # fmt: skip
     time_limit: float | None = option(
         None, kind=Kind.VALUE, group=Group.SOLVING, type=float, metavar="SECONDS",
+        doc=(
+            "stop after this long and report the proven bound and the best attained value; "
+            "must be > 0. It bounds the whole command, start-up included: bounds, search, "
+            "MIPs, re-solves, workers and checking the answer (measured within the limit + 10 "
+            "% + 2 s, [benchmarks/results/limits.md](../benchmarks/results/limits.md))"
+        ),
+        shown="no limit",
         help="stop after this long with certified bounds", inherit=False,
         check=check_positive, batch=True,
     )  # fmt: skip
     gap: float | None = option(
         None, kind=Kind.VALUE, group=Group.SOLVING, type=float, metavar="REL",
+        doc=(
+            "stop when the relative gap reaches REL, in [0, 1); status `gap_limit`. `0` means "
+            "an exact solve"
+        ),
+        shown="1e-9 (exact)",
         help="stop at this relative gap, e.g. 0.05", check=check_gap, batch=True,
     )  # fmt: skip
     threads: int | None = option(
         None, kind=Kind.VALUE, group=Group.SOLVING, type=int, help="solver threads",
+        doc=(
+            "solver threads (a whole number, at least 1), passed to the solver"
+        ),
+        shown="solver default",
         check=check_count,  # checked as workers is, not handed to the solver as it is
     )  # fmt: skip
     bounds: str = option(
         "linear", kind=Kind.CHOICE, group=Group.SPEED, choices=("linear", "interval", "lp"),
+        doc=(
+            "bound propagation before modelling: `interval` (the paper's), `linear` "
+            "(CROWN-style relaxations forward, then the backward pass's variables bounded with"
+            " them; never looser than `interval`) or `lp` (`linear`, then each unstable "
+            "pre-activation maximised and minimised over the LP relaxation of the layers "
+            "before it) ([performance](performance.md#bounds))"
+        ),
+        shown="`linear`",
         help="bound propagation before modelling (default: linear)", batch=True,
     )  # fmt: skip
     split: bool | str | SplitOptions = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, inherit=False,
+        doc=(
+            "split the domain (boxes and ℓ∞ balls): parts kept in a queue by their FastLip "
+            "bound, sampled for an attained value, discarded when they cannot beat it, "
+            "bisected while they have many unstable neurons, the rest solved by the MIP "
+            "([performance](performance.md#domain-splitting)). `--no-split` never splits"
+        ),
+        shown="split boxes of at most 4 inputs",
         check=check_auto_options("SplitOptions"),
         help="always split the domain (boxes and l-inf balls)",
         off="never split the domain (default: split boxes of <= 4 inputs)",
     )  # fmt: skip
     decompose: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
+        doc=(
+            "`--norm l1` in exact mode only: the constant max_x ‖∇‖∞ = max over (j, ±) of "
+            "max_x ±∂_j is found by one MIP per candidate ±∂_j (only the unstable neurons' "
+            "binaries), taken in order of their bound; a candidate whose bound cannot beat the"
+            " best value already verified (with a fixed c, at first the best of 2000 random "
+            "points) is skipped, and each solve carries that value as a cutoff. `--time-limit`"
+            " is then shared by all candidates; a candidate not reached keeps its propagated "
+            "bound, so the reported upper bound stays certified. `--no-decompose` solves one "
+            "MIP with a selection binary per candidate"
+        ),
+        shown="decompose for inputs of ≥ 5 dimensions (with only a few inputs the single MIP "
+        "was faster)",
         help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
         "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
         off="--norm l1: one MIP with a selection binary per entry and sign",
     )  # fmt: skip
     regions: bool | str | RegionOptions = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, inherit=False,
+        doc=(
+            "exact mode, a fixed c, boxes and ℓ∞ balls: find the constant by searching the "
+            "network's linear regions (activation patterns) depth first, one warm-started LP "
+            "per branch to keep only patterns whose region has an interior point in the "
+            "domain, and discarding every pattern whose interval bound cannot beat the best "
+            "region found ([performance](performance.md)). `--regions` answers by the search "
+            "alone (with `--time-limit`, a certified bracket); by default, when the domain is "
+            "not split, it runs for 4000 nodes (60 000 when fewer than 90% of the hidden "
+            "neurons are unstable, a sign of few regions; with 4000 it gives up at 500 nodes, "
+            "or a doubling after, when it projects more than 100 000 nodes in all) and hands "
+            "over to the MIP if it has not finished, sharing `--time-limit` and keeping the "
+            "better bounds of the two; `--no-regions` skips it"
+        ),
+        shown="on for at most 4000 / 60 000 nodes, unless the domain is split",
         help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
         off="skip the region search (default: unless the domain is split, try it for "
         "4000 nodes (fewer if it projects more than 100000), 60000 if under 90%% of neurons "
@@ -107,6 +168,14 @@ class SolveConfig:
     )  # fmt: skip
     formulation: Formulation | None = option(
         "auto", kind=Kind.CHOICE, group=Group.SPEED, choices=("auto", "backward", "forward"),
+        doc=(
+            "how the MIP differentiates the network: `backward` (the paper's chain rule) or "
+            "`forward` (the directional derivative pushed through the same binaries; a fixed c"
+            " only). `auto`: backward, and with `--norm linf`, if it has not finished in 5 s, "
+            "both raced on two processes, at once when 90 % or more of the neurons are "
+            "unstable ([performance](performance.md#the-forward-formulation-and-the-race))"
+        ),
+        shown="`auto`",
         inherit=False,
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
         "forward (directional derivative, fixed c only); default auto: backward, and with "
@@ -115,6 +184,17 @@ class SolveConfig:
     )  # fmt: skip
     subnet_bounds: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
+        doc=(
+            "exact mode, the forward model (`--formulation forward`, or its racer): bound each"
+            " tangent below the first hidden layer by the Lipschitz constant of the "
+            "sub-network up to that neuron, one small MIP each (on a box or ℓ∞ ball, a region "
+            "search first where the sub-network has one hidden layer), within 30 s and a tenth"
+            " of `--time-limit` (which they come out of); the proven bounds only tighten the "
+            "big-M constants "
+            "([encoding](encoding.md#the-forward-formulation-tangentpy-formulationforward)). "
+            "`--subnet-bounds` also does it on the parts of a split domain"
+        ),
+        shown="on for the forward model, off on a split's parts",
         help="bound the forward model's tangents by sub-network constants (small MIPs or region "
         "searches), also on a split's parts",
         off="keep the propagated tangent bounds (default: for the forward model, a small MIP "
@@ -122,6 +202,20 @@ class SolveConfig:
     )  # fmt: skip
     attack: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
+        doc=(
+            "exact mode, a fixed c: before the MIP, a gradient attack (the `attack` of `lipopt"
+            " compare`) and a pattern climb from its point and the three best of 2000 sampled "
+            "points (together about 1 s; [performance](performance.md#the-pattern-climb)) find"
+            " a point whose gradient norm L is attained, and the MIP must reach at least L "
+            "(less 1e-6 relative), so the solver prunes every branch that cannot beat it; if "
+            "nothing can, the answer is L, attained at that point. With `--norm l1` and "
+            "`--decompose`, the larger of L and the best of 2000 sampled points (and of the "
+            "pattern climb from the best of them) is the candidates' first cutoff. Its time "
+            "comes out of `--time-limit`"
+        ),
+        shown="on in the two racers of `--formulation auto` (or, with `--sign-split`, the split "
+        "in their place), the leader's split after them and before the halves of "
+        "`--gate-split`, off elsewhere",
         help="start every MIP from the attained value of a gradient attack and a pattern climb "
         "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
         "fixed c)",
@@ -131,23 +225,64 @@ class SolveConfig:
     )  # fmt: skip
     sign_split: bool = option(
         False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+        doc=(
+            "exact mode, `--norm linf`, the backward model: split its search in the two halves"
+            " ∂_j ≥ 0 and ∂_j ≤ 0 of the gradient entry j with the widest range whose sign is "
+            "open (its sign binary fixed each way), solved side by side on two processes under"
+            " the cutoff of the best attained value (the attack's, or that of a few sampled "
+            "points); the constant is the larger half, and under `--time-limit` the upper "
+            "bound is the larger of the halves' proven bounds. With `--formulation auto` it "
+            "replaces the race ([performance](performance.md#the-sign-split))"
+        ),
+        shown="off",
         help="split the backward model's search on the sign of one gradient entry (--norm "
         "linf): two halves solved side by side, instead of any race (off by default)",
     )  # fmt: skip
     gate_split: bool = option(
         False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+        doc=(
+            "exact mode, `--norm linf`, a fixed c, `--formulation forward` or `backward`: cut "
+            "the domain by the hyperplane z_1i(x) = 0 of the unstable first-layer neuron i "
+            "with the most balanced pre-activation range (its gate fixed to 1 and to 0), the "
+            "two halves solved side by side on two processes under the cutoff of the attack's "
+            "attained value; the constant is the larger half, and under `--time-limit` the "
+            "upper bound is the larger of the halves' proven bounds. Not within the parts of "
+            "`--split` ([performance](performance.md#the-gate-split))"
+        ),
+        shown="off",
         help="split the domain by the hyperplane of the first-layer neuron with the most "
         "balanced range (--norm linf, fixed c, with --formulation forward or backward): two "
         "halves solved side by side (off by default)",
     )  # fmt: skip
     products: bool = option(
         True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
+        doc=(
+            "`--norm l1` with the decomposition, a network of two hidden layers and a fixed c:"
+            " maximise each candidate ±∂_j through the backward pass's switches. By default it"
+            " is maximised as Σ q_ib a_1i a_2b, a sum of products of the two hidden layers' "
+            "gates, each product of two unstable gates a variable with the half of its "
+            "linearisation that maximising needs: the same maximum, a much tighter relaxation "
+            "([encoding](encoding.md#7-objective-dual-norm-of-the-gradient-objectivepy))"
+        ),
+        shown="gate products where they apply",
         help="--norm l1 with the decomposition: maximise each candidate through the backward "
         "pass's switches (default: for a network of two hidden layers and a fixed c, as a sum "
         "of products of the two layers' gates, a tighter model)",
     )  # fmt: skip
     split_leader: bool = option(
         True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
+        doc=(
+            "where the two formulations race (`--formulation auto`): let both racers run to "
+            "the end. By default, if neither has finished after 30 s, or from 10 s on as soon "
+            "as one's proven bound (reported while solving) is 1.3 times below the other's "
+            "(and at least 90 s of `--time-limit` are left, or none is given), both stop, and "
+            "the one with the smaller proven upper bound is solved again split in halves on "
+            "two processes (the forward model by `--gate-split`, the backward one by "
+            "`--sign-split`), from the best point the racers attained; the answer keeps the "
+            "best bounds of the racers and the split "
+            "([performance](performance.md#splitting-the-races-leader))"
+        ),
+        shown="the leader split after 30 s, or earlier on a clear lead",
         help="let the two racers of --formulation auto run to the end (default: if neither has "
         "finished after 30 s, or from 10 s on once one's proven bound is 1.3 times below the "
         "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
@@ -155,10 +290,20 @@ class SolveConfig:
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
+        doc=(
+            "processes for independent solves: the race of the two formulations, the splits' "
+            "halves and the ℓ1 norm's candidates solved side by side (HiGHS, SCIP); `1`: none"
+        ),
+        shown="one per core",
         help="processes for independent solves: the race of the two formulations, and the "
         "l1 norm's candidates solved side by side (HiGHS, SCIP); default: one per core; 1: none",
     )  # fmt: skip
-    verbose: bool = option(False, kind=Kind.FLAG, group=Group.OUTPUT, help="show the solver's log")
+    verbose: bool = option(
+        False, kind=Kind.FLAG, group=Group.OUTPUT, help="show the solver's log",
+        doc="stream the solver's log to stderr (stdout stays for the result, so `--json` output "
+        "stays pure JSON)",
+        shown="off",
+    )  # fmt: skip
     max_refinements: int | None = option(None, help="re-solves of a lower-dimensional optimum")
     random_seed: int = option(0, help="the seed of the random fallback witness search")
     start_point: FloatArray | None = option(None, help="a point of the domain: the MIP's cutoff")
@@ -194,172 +339,3 @@ LEVER_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(SolveConfig)
 
 #: the keyword options of :func:`lipopt.lipschitz` that configure a solve
 LEVERS = tuple(LEVER_DEFAULTS)
-
-
-def check_declared(levers: dict[str, Any], names: tuple[str, ...]) -> None:
-    """Each of ``names`` by its declared validator, in the order given."""
-    for name in names:
-        check = DECLARED[name].check
-        if check is not None:
-            check(name, levers[name])
-
-
-def configure(
-    network: Network,
-    domain: Domain,
-    norm: InputNorm | str,
-    objective: tuple[ArrayLike | None, OutputNorm | str | None],
-    levers: dict[str, Any],
-    policy: Policy,
-) -> tuple[Query, SolveConfig]:
-    """The query and its configuration from the arguments of :func:`lipopt.lipschitz`, checked
-    in the order users have always seen the messages in. ``objective`` is ``(c, output_norm)``;
-    ``levers`` the keyword options (every key of :class:`SolveConfig`). The query's network is
-    ``network`` with badly scaled neurons balanced (:func:`lipopt.balance.balanced`)."""
-    input_norm = InputNorm.parse(norm)
-    mode = levers["mode"]
-    mode = Mode(mode) if not isinstance(mode, Mode) else mode
-    check_declared(levers, ("gap", "time_limit", "workers", "threads"))
-    check_dimension(domain, network.input_dim)
-    seed = resolve_seed(network, *objective)
-    query = Query(balanced(network, policy.balance_ratio), domain, input_norm, seed)
-    form = resolve_formulation(levers["formulation"], query, mode, policy.auto_race_norms)
-    get(levers["solver"])  # an unknown solver is refused here
-    _check_switches(levers, query, mode, form)
-    config = SolveConfig(
-        **{
-            **levers,
-            "mode": mode,
-            "formulation": form,
-            "workers": None if levers["workers"] is None else int(levers["workers"]),
-            "start_point": _checked_start(levers["start_point"], query, mode),
-        }
-    )
-    _check_gate_split(config, query)
-    _check_regions(config.regions, config, query)
-    _check_l2_output(config, query)
-    return query, config
-
-
-def resolve_formulation(
-    formulation: Formulation | str, query: Query, mode: Mode, race_norms: frozenset[str]
-) -> Formulation | None:
-    """The formulation to build; None where ``"auto"`` may race both (exact mode, a fixed c,
-    an input norm of ``race_norms``); forward refused (with a clear message) for an output
-    norm."""
-    if formulation == "auto":
-        racing = mode is Mode.EXACT and query.fixed_c and query.norm in race_norms
-        return None if racing else Formulation.BACKWARD
-    try:
-        form = Formulation.parse(formulation)
-    except ValueError as err:
-        raise LipschitzError(f"{err} or auto") from None
-    if form is Formulation.FORWARD and not query.fixed_c:
-        raise LipschitzError(
-            "the forward formulation needs a fixed c; with an output norm use 'backward'"
-        )
-    if form is Formulation.FORWARD and query.norm not in POLYHEDRAL:
-        raise LipschitzError(
-            "the forward formulation takes the linf and l1 input norms; for l2 use 'backward'"
-        )
-    return form
-
-
-def _check_switches(
-    levers: dict[str, Any], query: Query, mode: Mode, form: Formulation | None
-) -> None:
-    """The on/off/auto levers: each of an accepted type, and applicable where forced on."""
-    check_declared(levers, ("split", "decompose", "subnet_bounds", "attack"))
-    if levers["attack"] is True and (mode is not Mode.EXACT or not query.fixed_c):
-        raise LipschitzError(
-            "the attack's cutoff needs mode 'exact' and a fixed c (not an output norm)"
-        )
-    check_declared(levers, ("products", "sign_split"))
-    if levers["sign_split"] is True and (
-        mode is not Mode.EXACT or query.norm is not InputNorm.LINF or form is Formulation.FORWARD
-    ):
-        raise LipschitzError(
-            "the sign split needs mode 'exact', the l-inf input norm and the backward formulation"
-        )
-    # every other declared validator (today gate_split's, split_leader's), in declaration order
-    check_declared(levers, tuple(name for name in DECLARED if name not in _CHECKED_FIRST))
-
-
-#: the validators :func:`configure` runs at their own step (the order of its messages)
-_CHECKED_FIRST = (
-    "gap", "time_limit", "workers", "threads", "split", "decompose", "subnet_bounds", "attack",
-    "products", "sign_split",
-)  # fmt: skip
-
-
-def _checked_start(start: ArrayLike | None, query: Query, mode: Mode) -> FloatArray | None:
-    """``start_point`` checked: a finite real point of the domain, one entry per input."""
-    if start is None:
-        return None
-    if mode is not Mode.EXACT or not query.fixed_c:
-        raise LipschitzError("a start point needs mode 'exact' and a fixed c (not an output norm)")
-    dim = query.network.input_dim
-    try:
-        if np.iscomplexobj(start):
-            raise TypeError("complex")
-        point = np.asarray(start, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise LipschitzError(
-            f"start_point must be a point of {dim} numbers, got {start!r}"
-        ) from None
-    if point.shape != (dim,):
-        raise LipschitzError(
-            f"start_point must have {dim} entries (one per input), got shape {point.shape}"
-        )
-    if not np.all(np.isfinite(point)):
-        raise LipschitzError("start_point must be finite")
-    if not query.domain.contains(point):
-        raise LipschitzError("start_point must lie in the domain")
-    return point
-
-
-def _check_gate_split(config: SolveConfig, query: Query) -> None:
-    if config.gate_split is not True:
-        return
-    if config.sign_split is True:
-        raise LipschitzError("choose one of the sign split and the gate split, not both")
-    if config.formulation is None:
-        raise LipschitzError(
-            "the gate split needs formulation 'forward' or 'backward' (with 'auto' the two "
-            "formulations race on the cores instead)"
-        )
-    if config.mode is not Mode.EXACT or query.norm is not InputNorm.LINF:
-        raise LipschitzError("the gate split needs mode 'exact' and the l-inf input norm")
-    if not query.fixed_c:
-        raise LipschitzError("the gate split needs a fixed c, not an output norm")
-
-
-def _check_l2_output(config: SolveConfig, query: Query) -> None:
-    """The ℓ2 output norm's ball is a quadratic row: an exact solve needs a solver that takes
-    one (SCIP; ``auto`` picks it)."""
-    if query.seed is not OutputNorm.L2 or not config.exact or is_auto(config.solver):
-        return
-    if not capabilities(config.solver).quadratic:
-        raise LipschitzError(
-            f"the l2 output norm's ball is a quadratic constraint, which {config.solver} does "
-            "not take; use solver scip (or auto), or mode lp for an upper bound"
-        )
-
-
-def regions_applicable(config: SolveConfig, query: Query) -> bool:
-    """The region search answers exact questions of a fixed c over boxes and ℓ∞ balls."""
-    return config.exact and query.fixed_c and isinstance(query.domain, (Box, LinfBall))
-
-
-def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
-    if regions is False or regions == "auto":
-        return
-    if regions not in ("auto", True) and not isinstance(regions, RegionOptions):
-        raise LipschitzError(
-            f"regions must be True, False, 'auto' or RegionOptions, got {regions!r}"
-        )
-    if not regions_applicable(config, query):
-        raise LipschitzError(
-            "the region search needs mode 'exact', a fixed c (not an output norm) and a box "
-            "or l-inf ball domain"
-        )

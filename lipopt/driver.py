@@ -16,7 +16,8 @@ from typing import Any
 
 from lipopt.bounds.interval import interval_bounds
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
-from lipopt.config import LEVER_DEFAULTS, SolveConfig, configure
+from lipopt.config import LEVER_DEFAULTS, SolveConfig
+from lipopt.configure import configure
 from lipopt.domain import Domain
 from lipopt.heuristics.witness import Witness
 from lipopt.lazy import load_for_solving

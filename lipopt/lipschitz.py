@@ -16,7 +16,8 @@ from numpy.typing import ArrayLike
 from lipopt import driver, policy
 from lipopt.balance import balanced
 from lipopt.bounds import propagate
-from lipopt.config import LEVER_DEFAULTS, LEVERS, Mode, configure, resolve_formulation
+from lipopt.config import LEVER_DEFAULTS, LEVERS, Mode
+from lipopt.configure import configure, resolve_formulation
 from lipopt.domain import Domain, check_dimension
 from lipopt.formulation import LipschitzModel, ModelSpec, build
 from lipopt.formulation.build import Formulation

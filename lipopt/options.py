@@ -59,6 +59,8 @@ class Option:
         inherit: whether a sub-question inherits it (False: each sets its own).
         check: the validator of a given value, where one is context free.
         batch: whether ``lipopt batch`` takes it for every query.
+        doc: its meaning in the docs' option table (markdown; the help where empty).
+        shown: its default as the docs' option table shows it.
     """
 
     help: str
@@ -71,6 +73,8 @@ class Option:
     inherit: bool = True
     check: Check | None = None
     batch: bool = False
+    doc: str = ""
+    shown: str = ""
 
     @property
     def flag(self) -> bool:

@@ -7,10 +7,12 @@ import argparse
 import inspect
 import re
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import pytest
 
 from lipopt import config as config_module
+from lipopt import configure as configure_module
 from lipopt.batch.instances import SolveOptions
 from lipopt.cli import make_parser
 from lipopt.cli.common import add_config_arguments, config_options
@@ -72,9 +74,9 @@ def test_a_sub_question_sets_its_own_options():
     ],
 )
 def test_the_declared_validators_refuse_with_the_old_messages(option, value, message):
-    config_module.check_declared(LEVER_DEFAULTS, tuple(LEVER_DEFAULTS))  # the defaults pass
+    configure_module.check_declared(LEVER_DEFAULTS, tuple(LEVER_DEFAULTS))  # the defaults pass
     with pytest.raises(LipschitzError, match=re.escape(message)):
-        config_module.check_declared({**LEVER_DEFAULTS, option: value}, (option,))
+        configure_module.check_declared({**LEVER_DEFAULTS, option: value}, (option,))
 
 
 def test_solve_passes_on_every_option_that_has_a_flag():
@@ -116,3 +118,25 @@ def test_lipopt_solve_lists_a_new_declared_option(monkeypatch):
     args = make_parser(show_all=True).parse_args(["solve", "m", "--box", "0,1", "--example-flag"])
     assert args.example_flag is True
     assert _solve_options(args, print)["example_flag"] is True
+
+
+def _regen_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "regen_cli_help.py"
+    spec = importlib.util.spec_from_file_location("regen_cli_help", path)
+    regen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regen)
+    return regen
+
+
+def test_the_docs_option_table_gets_a_row_for_a_new_declared_option(monkeypatch):
+    """docs/cli.md's table of solving options is written from the declarations: a new field
+    is a new row, with its flag, help and shown default."""
+    monkeypatch.setattr(config_module, "SolveConfig", _Extended)
+    regen = _regen_module()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    rows = regen.solving_tables(page).split("<!-- /solve-options -->")[0].splitlines()
+    assert "| `--example-flag` | an example lever (off by default) |  |" in rows
+    assert any(row.startswith("| `--time-limit SECONDS` | stop after this long") for row in rows)

@@ -78,6 +78,8 @@ BATCH_HELPS = {
     "gap": "stop at this relative gap",
     "bounds": "bound propagation (default: linear)",
 }
+#: the defaults the docs show for them, where they differ from ``lipopt solve``'s
+BATCH_SHOWN = {"time_limit": "the rows' timeouts", "gap": "none"}
 
 
 def add_running_arguments(parser: argparse.ArgumentParser) -> None:

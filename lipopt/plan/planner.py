@@ -20,7 +20,8 @@ tested on its own. The decisions, in order:
 
 from __future__ import annotations
 
-from lipopt.config import SolveConfig, regions_applicable
+from lipopt.config import SolveConfig
+from lipopt.configure import regions_applicable
 from lipopt.domain import Box, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm

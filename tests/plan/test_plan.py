@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from lipopt import Box, L1Ball, L2Ball, LinfBall
-from lipopt.config import LEVER_DEFAULTS, configure
+from lipopt.config import LEVER_DEFAULTS
+from lipopt.configure import configure
 from lipopt.plan import DomainSplit, Facts, Mip, Race, RegionSearch, describe, plan
 from lipopt.policy import Policy
 from tests.helpers import random_network
