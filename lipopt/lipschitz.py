@@ -243,14 +243,8 @@ def lipschitz(
             larger of the two is used). Exact mode and a fixed c only; ignored within the
             parts of a domain split and by the region search.
     """
-    levers = dict(
-        solver=solver, mode=mode, time_limit=time_limit, gap=gap, threads=threads,
-        verbose=verbose, bounds=bounds, max_refinements=max_refinements,
-        random_seed=random_seed, split=split, decompose=decompose, regions=regions,
-        formulation=formulation, workers=workers, subnet_bounds=subnet_bounds, attack=attack,
-        sign_split=sign_split, gate_split=gate_split, split_leader=split_leader,
-        products=products, start_point=start_point,
-    )  # fmt: skip
+    given = locals()  # the explicit signature's values, read by the declared names
+    levers = {name: given[name] for name in LEVERS}
     return driver.answer(network, domain, norm, (c, output_norm), levers, progress)
 
 
