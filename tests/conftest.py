@@ -26,7 +26,7 @@ def solver_gate(name: str, usable: list[str], env: dict[str, str]) -> tuple[str,
     return "skip", f"solver {name!r} is not installed here"
 
 
-#: the long sweeps and end-to-end runs, marked ``slow``: the README's test command leaves them
+#: the long sweeps, end-to-end runs and the race's timing tests, marked ``slow``: the README's test command leaves them
 #: out (``-m 'not slow'`` in pyproject.toml's addopts) and ``.ci/run`` runs them as a second
 #: command (``-m slow``); together they are the whole suite
 SLOW_MODULES = (
@@ -41,6 +41,10 @@ SLOW_MODULES = (
     "tests/batch/test_batch_faults.py",
     "tests/solvers/test_conformance.py",
     "tests/estimators/test_two_layers.py",
+    "tests/test_l2_exact.py",
+    "tests/strategies/test_early_leader.py",
+    "tests/strategies/test_split_leader.py",
+    "tests/heuristics/test_attack_start.py",
 )
 
 
