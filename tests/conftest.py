@@ -26,9 +26,9 @@ def solver_gate(name: str, usable: list[str], env: dict[str, str]) -> tuple[str,
     return "skip", f"solver {name!r} is not installed here"
 
 
-#: the long sweeps, end-to-end runs and the race's timing tests, marked ``slow``: the README's test command leaves them
-#: out (``-m 'not slow'`` in pyproject.toml's addopts) and ``.ci/run`` runs them as a second
-#: command (``-m slow``); together they are the whole suite
+#: the long sweeps, end-to-end runs and the race's timing tests, marked ``slow``: the README's
+#: test command leaves them out (``-m 'not slow'`` in pyproject.toml's addopts) and ``.ci/run``
+#: runs them as a second command (``-m slow``); together they are the whole suite
 SLOW_MODULES = (
     "tests/test_characterisation.py",
     "tests/test_degenerate.py",
