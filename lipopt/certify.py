@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lipopt.bounds.interval import interval_bounds
+from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.domain import BALLS, L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
-from lipopt.search.split import gradient_box_norm
 from lipopt.status import Status, Unsolved
 
 #: the balls a radius is certified in
@@ -111,7 +110,7 @@ class _Constants:
         """The constant ``name`` of ``c^T f`` (``c=...``) or under ``output_norm=...``."""
         left = self.deadline - time.perf_counter()
         if left <= 0:
-            value = interval_constant(self.network, self.ball, self.norm, **objective)
+            value = propagated_constant(self.network, self.ball, self.norm, **objective)
             self.values[name], self.statuses[name], self.lower[name] = value, BUDGET_SPENT, None
             return value
         options = dict(self.options)
@@ -123,20 +122,21 @@ class _Constants:
         return res.value
 
 
-def interval_constant(
+def propagated_constant(
     network: Network,
     ball: Ball,
     norm: str,
     c: ArrayLike | None = None,
     output_norm: str | None = None,
 ) -> float:
-    """A proven upper bound on the constant without a solve: the largest dual norm over the
-    interval box of the input gradient (of ``c^T f``, or of ``J^T w`` over the output norm's
-    dual ball)."""
+    """A proven upper bound on the constant without a solve: the Jacobian-norm bound
+    (:mod:`lipopt.bounds.jacobian`) on the linear bounds, never above the largest dual norm over
+    their interval box of the input gradient (of ``c^T f``, or of ``J^T w`` over the output
+    norm's dual ball)."""
     seed: Any = OutputNorm.parse(output_norm) if output_norm is not None else c
     if seed is None:
         seed = np.ones(1)
-    return gradient_box_norm(interval_bounds(network, ball, seed), InputNorm.parse(norm))
+    return jacobian_norm_bound(network, ball, seed, InputNorm.parse(norm)).value
 
 
 def check_certify(

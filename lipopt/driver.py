@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lipopt.bounds.interval import interval_bounds
+from lipopt.bounds.linear import linear_bounds
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.configure import configure
@@ -191,9 +191,9 @@ def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
 
 
 def propagated_floor(query: Query, witness: Witness | None, timings: dict[str, float]) -> Bracket:
-    """The bracket interval bound propagation proves, where no strategy left one
-    (:func:`~lipopt.strategies.floor.floor_bracket`)."""
-    bounds = interval_bounds(query.network, query.domain, query.seed)
+    """The bracket linear bound propagation and the Jacobian-norm bound prove, where no
+    strategy left one (:func:`~lipopt.strategies.floor.floor_bracket`)."""
+    bounds = linear_bounds(query.network, query.domain, query.seed)
     return floor_bracket(query, bounds, witness, timings)
 
 

@@ -5,8 +5,9 @@ proves anything (:class:`~lipopt.solvers.NoBoundError`), the answer is still a b
 
 * **upper**: bound propagation proves ``∇f(x) ∈ [g_lo, g_hi]`` entrywise at every differentiable
   ``x`` of the domain (for an output norm, ``J(x)^T w`` for every ``w`` of the dual ball), so
-  ``||∇f(x)||_{α*} <= ||max(|g_lo|, |g_hi|)||_{α*}``, a norm being monotone in the entries'
-  magnitudes;
+  ``||∇f(x)||_{α*} <= ||max(|g_lo|, |g_hi|)||_{α*}`` (FastLip), a norm being monotone in the
+  entries' magnitudes; the Jacobian-norm bound (:mod:`lipopt.bounds.jacobian`: the norm's own
+  chords back-substituted through the backward pass) is at most that, and is what is kept;
 * **lower**: the best point evaluated so far (the attack's), or else the value at the domain's
   centre or at a few sampled points, each differentiable, so the value is attained.
 
@@ -21,11 +22,11 @@ from dataclasses import replace
 import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds
+from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.bracket import Bracket, closed, meet
 from lipopt.heuristics.witness import Witness, best_differentiable
 from lipopt.progress import Say
 from lipopt.query import Query
-from lipopt.search.split import gradient_box_norm
 from lipopt.solvers import NoBoundError, SolverError
 from lipopt.status import Status
 from lipopt.verify import is_differentiable_at
@@ -45,13 +46,21 @@ def quick_witness(query: Query, seed: int = 0) -> Witness | None:
     return best_differentiable(query.network, query.seed, query.norm, points)
 
 
+def floor_upper(query: Query, net_bounds: NetworkBounds) -> float:
+    """The Jacobian-norm bound on ``net_bounds``: never above FastLip's on them."""
+    found = jacobian_norm_bound(
+        query.network, query.domain, query.seed, query.norm, bounds=net_bounds
+    )
+    return found.value
+
+
 def floor_bracket(
     query: Query, net_bounds: NetworkBounds, witness: Witness | None, timings: dict[str, float]
 ) -> Bracket:
     """The bracket proven by the bounds alone, with ``witness`` (or a quick one) as lower."""
     if witness is None:
         witness = quick_witness(query)
-    upper = gradient_box_norm(net_bounds, query.norm)
+    upper = floor_upper(query, net_bounds)
     lower = None if witness is None else witness.norm_value
     if lower is not None:
         upper = max(upper, lower)
