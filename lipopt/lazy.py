@@ -2,14 +2,21 @@
 
 ``pe = lazy_module("pyomo.environ")`` gives a stand-in at once; the first attribute read imports
 the module and copies its names into the stand-in, so later reads cost what a module's do.
-Nothing is imported before that, not even the parent package: importing ``pyomo`` installs
-Pyomo's import hooks, after which the first import of SciPy also imports ``scipy.stats``
-(~0.4 s, Pyomo's ``pyomo.common.dependencies``).
+Nothing is imported before that, not even the parent package.
+
+Pyomo's ``pyomo.common.dependencies`` imports ``scipy.stats``, ``scipy.integrate`` and
+``scipy.spatial`` as soon as SciPy is loaded (its ``_finalize_scipy``: 0.3-2 s, none of them used
+by a solve). Before Pyomo is first imported, :func:`defer_scipy_extras` puts a stand-in for each
+in ``sys.modules`` that imports the real module on the first read of one of its names, so
+Pyomo's ``import scipy.stats`` costs nothing and CLEVER's ``from scipy import stats`` still gets
+the whole module.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -20,9 +27,46 @@ class _Deferred(ModuleType):
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):  # copy, pickle and inspect probe these: no import
             raise AttributeError(attribute)
+        if self.__name__.startswith("pyomo"):
+            defer_scipy_extras()
         module = importlib.import_module(self.__name__)
         self.__dict__.update(vars(module))
         return getattr(module, attribute)
+
+
+class _Unloaded(ModuleType):
+    """A stand-in in ``sys.modules`` for a module not yet imported: the first read of a name
+    removes it, imports the module and copies its names in. Of the dunders only ``__path__``
+    does (the import of a submodule reads it); the import system reads ``__spec__``, set."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") and attribute != "__path__":
+            raise AttributeError(attribute)
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update(vars(module))
+        return getattr(module, attribute)
+
+
+#: SciPy's subpackages that Pyomo imports when SciPy is loaded and that no solve uses
+SCIPY_EXTRAS = ("scipy.stats", "scipy.integrate", "scipy.spatial")
+
+
+def defer_scipy_extras() -> None:
+    """Stand-ins for :data:`SCIPY_EXTRAS` that are not imported yet (before Pyomo is first
+    imported: afterwards there is nothing to save)."""
+    if "pyomo.common.dependencies" in sys.modules:
+        return
+    for name in SCIPY_EXTRAS:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        stand_in = _Unloaded(name)
+        stand_in.__spec__ = spec
+        sys.modules[name] = stand_in
 
 
 def lazy_module(name: str) -> ModuleType:
@@ -37,5 +81,6 @@ SOLVE_MODULES = ("pyomo.environ", "scipy.optimize", "scipy.sparse", "highspy")
 
 def load_for_solving() -> None:
     """Import :data:`SOLVE_MODULES` (at once if they are loaded already)."""
+    defer_scipy_extras()
     for name in SOLVE_MODULES:
         importlib.import_module(name)
