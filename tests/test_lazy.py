@@ -34,8 +34,8 @@ def test_a_solve_imports_no_scipy_stats_spatial_or_integrate():
     out = _run(
         SOLVE
         + """
-loaded = [m for m in ("scipy.stats._stats_py", "scipy.spatial._qhull", "scipy.integrate._quadpack_py")
-          if m in sys.modules]
+heavy = ("scipy.stats._stats_py", "scipy.spatial._qhull", "scipy.integrate._quadpack_py")
+loaded = [m for m in heavy if m in sys.modules]
 print(loaded)
 """
     )
