@@ -79,8 +79,8 @@ class ActivationBabOptions:
     gap: float = 1e-9
     node_limit: int | None = None
     mip_at: int = 0
-    attack_restarts: int = 4
-    attack_steps: int = 30
+    attack_restarts: int = 8
+    attack_steps: int = 100
     branching: str = "layer"
     slope_iterations: int = 0
     rng_seed: int = 0
@@ -158,7 +158,7 @@ def start_witness(
     elif options.attack_restarts > 0:
         point, _ = gradient_attack(
             network, domain, np.asarray(seed, dtype=np.float64), norm,
-            options.attack_restarts, options.attack_steps, rng, pool=50, deadline=deadline,
+            options.attack_restarts, options.attack_steps, rng, pool=200, deadline=deadline,
         )  # fmt: skip
         candidates.append(point)
     return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
