@@ -1,0 +1,136 @@
+"""Branch and bound on activations alone against ``lipopt.lipschitz``'s default plan.
+
+    python benchmarks/activation_bab.py                 # every case, 15 s each
+    python benchmarks/activation_bab.py --time-limit 30 --cases small --out /tmp/a.md
+
+Each case is solved twice, one after the other (never side by side): by ``lipopt.lipschitz``
+with its default plan and ``time_limit=T``, then by
+:func:`lipopt.search.activation_bab.activation_bab` alone with the deadline ``T`` seconds after
+its start. Reported: the bracket (lower, upper), upper / lower, the status and the wall seconds.
+
+Cases: random networks in the speed suite's recipe (``benchmarks/speed.py``'s ``make_case``:
+He-normal weights, N(0, 0.5²) biases, the unit box, ℓ∞ input norm, ``c = [1, -1]`` on two outputs),
+and the bundled digits networks (``models/digits-resmlp.onnx``, ``models/digits-cnn.onnx``) over
+the ℓ∞ ball of radius 0.05 around test image 0 with ``c`` the difference of its two top logits
+(as ``benchmarks/cnn.py``). Writes a markdown table (default
+``benchmarks/results/activation_bab.md``) with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+#: (name, widths, seed) of the speed-suite networks on the unit box
+RANDOM = [
+    ("random", "3,10,10,1", 0),
+    ("random", "5,12,12,1", 0),
+    ("random", "10,20,20,1", 0),
+    ("random", "10,20,20,1", 1),
+    ("random", "16,16,16,2", 0),
+    ("random", "16,16,16,2", 1),
+]
+DIGITS = [("digits-resmlp", "", 0), ("digits-cnn", "", 0)]
+
+
+def make(case: tuple[str, str, int]) -> tuple[Any, Any, Any, str]:
+    """The network, domain, c and a label of one case."""
+    from speed import make_case
+
+    import lipopt
+
+    name, widths, seed = case
+    if name == "random":
+        net, box, c = make_case(widths, "unit", seed)
+        return (
+            net,
+            box,
+            np.array(c if c is not None else [1.0]),
+            f"[{widths}] unit box, seed {seed}",
+        )
+    net = lipopt.load_onnx(ROOT / "models" / f"{name}.onnx")
+    x = np.load(ROOT / "models" / "digits-test.npz")["images"][seed].reshape(-1)
+    top = np.argsort(net.forward(x))[::-1]
+    c = np.eye(net.output_dim)[top[0]] - np.eye(net.output_dim)[top[1]]
+    return net, lipopt.LinfBall(x, 0.05), c, f"{name}, image {seed}, ℓ∞ 0.05"
+
+
+def run_case(case: tuple[str, str, int], limit: float) -> dict[str, Any]:
+    """Both solves of one case, one after the other."""
+    import lipopt
+    from lipopt.bounds.linear import linear_bounds
+    from lipopt.search.activation_bab import activation_bab
+
+    net, domain, c, label = make(case)
+    unstable = linear_bounds(net, domain, c).unstable_count
+    start = time.perf_counter()
+    res = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit)
+    plan = (res.lower, res.value, str(res.status), time.perf_counter() - start)
+    start = time.perf_counter()
+    out = activation_bab(net, domain, c, "linf", deadline=start + limit)
+    bab = (out.lower, out.upper, str(out.status), time.perf_counter() - start)
+    return {"label": label, "unstable": unstable, "plan": plan, "bab": bab, "nodes": out.nodes}
+
+
+def _cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
+    ratio = "–" if not lower else f"{upper / lower:.4f}"
+    low = "–" if lower is None else f"{lower:.6g}"
+    return f"[{low}, {upper:.6g}] | {ratio} | {status} | {seconds:.1f}"
+
+
+def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:
+    from machine import run_stamp
+
+    lines = [
+        "# Activation branch and bound against the default plan",
+        "",
+        f"Measured {run_stamp()}. Command: "
+        f"`{('python benchmarks/activation_bab.py ' + argv).strip()}`.",
+        "",
+        f"Time limit {limit:g} s per solve; ℓ∞ input norm. *plan* = `lipopt.lipschitz` "
+        "(default plan); *BaB* = `activation_bab` alone (Jacobian-norm bound per node, margin "
+        "LP on stable prefixes and leaves, no MIP). Each: bracket [lower, upper], upper/lower, "
+        "status, wall seconds; `unstable` = unstable neurons under `linear_bounds` at the root.",
+        "",
+        "| case | unstable | plan bracket | plan ratio | plan status | plan s "
+        "| BaB bracket | BaB ratio | BaB status | BaB s | BaB nodes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['label']} | {r['unstable']} | {_cell(*r['plan'])} | {_cell(*r['bab'])} "
+            f"| {r['nodes']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--time-limit", type=float, default=15.0)
+    parser.add_argument("--cases", choices=("all", "small", "digits"), default="all")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/activation_bab.md")
+    args = parser.parse_args(argv)
+    cases = {"all": RANDOM + DIGITS, "small": RANDOM, "digits": DIGITS}[args.cases]
+    rows = []
+    for case in cases:
+        row = run_case(case, args.time_limit)
+        print(row, flush=True)
+        rows.append(row)
+    args.out.write_text(
+        table(rows, args.time_limit, " ".join(sys.argv[1:] if argv is None else argv))
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

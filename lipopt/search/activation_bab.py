@@ -1,0 +1,385 @@
+"""Branch and bound on the activations: split unstable neurons, bound each part's Jacobian.
+
+A node is a set of splits ``S`` (neurons with a fixed sign) and stands for the sub-domain
+``D_S`` of :mod:`lipopt.bounds.constrained`. Splitting a neuron ``(k, i)`` makes two children,
+``z_{k,i} >= 0`` and ``z_{k,i} <= 0``, which cover their parent; so the local Lipschitz constant
+``L = sup ||∇(c^T f)(x)||_{α*}`` over the differentiable points of the interior of ``D`` is the
+largest of the leaves' suprema, at every stage of the tree. Each node carries:
+
+* an **upper bound** ``U_S >= sup`` over ``D_S``: :func:`jacobian_norm_bound` on the node's
+  bounds (:func:`split_bounds`), which holds for every activation pattern those bounds allow,
+  and so for the pattern of every differentiable point of ``D_S``; never above the parent's
+  (the child's supremum is at most the parent's);
+* once no neuron is unstable, **one pattern** ``p``: every differentiable point of ``D_S`` has
+  it, so the node's supremum is ``v_p = ||J_p^T c||_{α*}`` if ``p``'s linear region meets the
+  interior of ``D`` in a full-dimensional set, and the node holds no such point otherwise. The
+  margin LP (:func:`lipopt.verify.check_region`) decides: ``FULL`` gives a point deep inside the
+  region, where ``v_p`` is attained (a witness, recomputed there); ``LOWER`` drops the node
+  (docs/encoding.md §11); ``UNDECIDED`` keeps ``v_p`` as an upper bound that is not closed.
+
+**Lower bound** ``lower``: the best value attained at a checked point (the caller's witness, or a
+short gradient attack and the domain's centre, each through the margin LP; then every closed
+leaf). **Upper bound** ``upper``: the largest of ``lower``, the open nodes' ``U_S``, the closed
+leaves' ``v_p`` and the bounds that pruned nodes (``U_S <= lower (1 + gap)``): each covers its
+part of ``D``, and the parts cover ``D``. The nodes are taken best ``U_S`` first, so ``upper``
+falls as the search runs; it stops when the largest open ``U_S`` is within the gap of ``lower``
+(the bracket is then closed: status ``optimal``), at the deadline or at the node limit.
+
+A node with at most ``mip_at`` unstable neurons may be handed to the caller's ``solve_part``,
+which answers ``(upper, lower, witness)`` for ``D_S`` (or None: keep splitting).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.constrained import Neuron, split_bounds
+from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
+from lipopt.bounds.jacobian import jacobian_norm_bound
+from lipopt.bracket import closed
+from lipopt.domain import Domain
+from lipopt.heuristics.attack import gradient_attack
+from lipopt.heuristics.witness import Witness, best_witness, value_at
+from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm
+from lipopt.search.activation_rules import (
+    BRANCHING,
+    branch_neuron,
+    check_supported,
+    linear_part,
+    pattern_value,
+)
+from lipopt.status import Status
+from lipopt.verify import Dimension, check_region, is_differentiable_at
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ActivationBabOptions:
+    """Knobs of the activation branch and bound.
+
+    Attributes:
+        gap: stop when the largest open upper bound is at most ``lower (1 + gap)``.
+        node_limit: stop after this many nodes were expanded (None: no limit).
+        mip_at: hand a node with at most this many unstable neurons to ``solve_part``.
+        attack_restarts, attack_steps: the starting gradient attack (0 restarts: none).
+        branching: one of :data:`BRANCHING`.
+        slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
+        rng_seed: seeds the attack and the fallback samples.
+    """
+
+    gap: float = 1e-9
+    node_limit: int | None = None
+    mip_at: int = 0
+    attack_restarts: int = 8
+    attack_steps: int = 100
+    branching: str = "layer"
+    slope_iterations: int = 0
+    rng_seed: int = 0
+
+
+@dataclass(frozen=True)
+class BabNode:
+    """One sub-domain ``D_S``: its splits (neuron, True for ``z >= 0``), its bounds, its
+    certified upper bound on the objective, its count of unstable neurons and how many of the
+    first hidden layers (all stable) the margin LP showed to meet ``D`` in a full-dimensional
+    set (:meth:`_Search.check_prefix`)."""
+
+    splits: tuple[tuple[Neuron, bool], ...]
+    bounds: NetworkBounds
+    upper: float
+    unstable: int
+    checked: int = 0
+
+
+#: what ``solve_part`` answers for a node: a proven upper bound over ``D_S``, an attained
+#: value, and where (None: no point)
+PartAnswer = tuple[float, float, Witness | None]
+SolvePart = Callable[[BabNode], PartAnswer | None]
+
+
+@dataclass
+class ActivationBabOutcome:
+    """What the activation branch and bound proved.
+
+    Attributes:
+        upper: certified upper bound on the constant (module docstring), never below ``lower``.
+        lower: the best value attained, at ``witness``; ``certified``: that point's region was
+            shown full-dimensional by the margin LP.
+        status: OPTIMAL (closed), GAP_LIMIT (within a gap wider than the exact tolerance),
+            TIME_LIMIT (deadline), INTERRUPTED (node limit), UPPER_BOUND (finished, but a leaf
+            the margin LP left undecided, or a ``solve_part`` answer, keeps it open).
+        nodes: nodes expanded; pruned: nodes dropped by their upper bound; leaves: fixed-pattern
+            nodes checked; empty: sub-domains shown empty or lower-dimensional; solved: nodes
+            handed to ``solve_part``; root_upper, root_unstable: the root's bound and count.
+    """
+
+    upper: float
+    lower: float
+    witness: FloatArray | None
+    certified: bool
+    status: Status
+    nodes: int
+    pruned: int
+    leaves: int
+    empty: int
+    solved: int
+    seconds: float
+    root_upper: float
+    root_unstable: int
+
+
+def start_witness(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    options: ActivationBabOptions,
+    deadline: float | None = None,
+) -> Witness | None:
+    """An attained value to start from: the best of the domain's centre and a short gradient
+    attack (fixed c) or the best of 64 samples (an output norm), each through the margin LP
+    (:func:`best_witness`)."""
+    rng = np.random.default_rng(options.rng_seed)
+    lower, upper = domain.bounding_box()
+    candidates = [(lower + upper) / 2.0]
+    if isinstance(seed, OutputNorm):
+        points = domain.sample(64, rng)
+        values = [value_at(network, p, seed, norm) for p in points]
+        candidates.append(points[int(np.argmax(values))])
+    elif options.attack_restarts > 0:
+        point, _ = gradient_attack(
+            network, domain, np.asarray(seed, dtype=np.float64), norm,
+            options.attack_restarts, options.attack_steps, rng, pool=200, deadline=deadline,
+        )  # fmt: skip
+        candidates.append(point)
+    return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
+
+
+class _Search:
+    """The open nodes (a heap on ``-U_S``), the best attained value and what closed nodes and
+    pruned nodes leave of the upper bound."""
+
+    def __init__(
+        self,
+        problem: tuple[Network, Domain, Seed, InputNorm],
+        options: ActivationBabOptions,
+        deadline: float | None,
+    ) -> None:
+        self.network, self.domain, self.seed, self.norm = problem
+        self.options, self.deadline = options, deadline
+        self.heap: list[tuple[float, int, BabNode]] = []
+        self.order = itertools.count()
+        self.lower, self.certified = 0.0, False
+        self.point: FloatArray | None = None
+        self.settled = 0.0  # closed leaves' values and pruned nodes' bounds: covered parts
+        self.unclosed = 0.0  # undecided leaves' values, solve_part's upper bounds
+        self.nodes = self.pruned = self.leaves = self.empty = self.solved = 0
+        self.rng = np.random.default_rng(options.rng_seed)
+
+    def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
+        """An attained value (at ``point``): the best so far is kept."""
+        if point is not None and value > self.lower:
+            self.lower, self.point, self.certified = value, np.asarray(point), certified
+
+    def prunable(self, upper: float) -> bool:
+        return upper <= self.lower * (1.0 + self.options.gap)
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def make_node(
+        self, splits: dict[Neuron, bool], bounds: NetworkBounds, parent: BabNode | None
+    ) -> float:
+        """Bound a sub-domain and file it: pruned when its bound cannot beat ``lower``, closed
+        at once when no neuron is unstable, dropped when its stable first layers' region holds
+        no interior point, else pushed on the heap. Returns its bound."""
+        bound = jacobian_norm_bound(
+            self.network, self.domain, self.seed, self.norm, bounds=bounds,
+            iterations=self.options.slope_iterations,
+        )  # fmt: skip
+        cap, checked = (np.inf, 0) if parent is None else (parent.upper, parent.checked)
+        upper = min(bound.value, cap)
+        node = BabNode(tuple(splits.items()), bounds, upper, bounds.unstable_count, checked)
+        if self.prunable(node.upper):
+            self.pruned += 1
+            self.settled = max(self.settled, node.upper)
+        elif node.unstable == 0:
+            self.close_leaf(node)
+        else:
+            kept = self.check_prefix(node)
+            if kept is None:
+                self.empty += 1
+            else:
+                heapq.heappush(self.heap, (-kept.upper, next(self.order), kept))
+        return upper
+
+    def check_prefix(self, node: BabNode) -> BabNode | None:
+        """The margin LP on the polytope of :meth:`linear_part`, which holds ``D_S``: the node
+        is dropped when the polytope meets ``D`` in no full-dimensional set (no interior point
+        of ``D_S`` is left), and its deep point is tried as a witness."""
+        part = linear_part(self.network, node.bounds.states, dict(node.splits), node.checked)
+        if part is None:
+            return node
+        check = check_region(part[0], part[1], self.domain, self.left())
+        if check.dimension is Dimension.LOWER:
+            return None
+        if check.dimension is Dimension.FULL and check.point is not None:
+            self.try_point(check.point)
+            count = sum(len(m) for m in part[1])
+            return replace(node, checked=count)
+        return node
+
+    def try_point(self, point: FloatArray) -> None:
+        """A point of ``D``: where its value beats ``lower``, its own pattern's deepest point
+        (:func:`best_witness`) is offered."""
+        if not is_differentiable_at(self.network, point):
+            return
+        if value_at(self.network, point, self.seed, self.norm) <= self.lower:
+            return
+        found = best_witness(
+            self.network, self.domain, self.seed, self.norm, [point], self.rng, fallback=False,
+            deadline=self.deadline,
+        )  # fmt: skip
+        if found is not None:
+            self.offer(found.norm_value, found.point, found.certified_pattern)
+
+    def close_leaf(self, node: BabNode) -> None:
+        """A node with one pattern: its value is attained in a full-dimensional region (closed),
+        it holds no interior point (dropped), or the margin LP cannot tell (kept, unclosed)."""
+        self.leaves += 1
+        pattern = [(s == NeuronState.ACTIVE).astype(np.float64) for s in node.bounds.states]
+        check = check_region(self.network, pattern, self.domain, self.left())
+        if check.dimension is Dimension.LOWER:
+            self.empty += 1
+            return
+        value = pattern_value(self.network, pattern, self.seed, self.norm)
+        if check.dimension is Dimension.FULL and check.point is not None:
+            attained = value_at(self.network, check.point, self.seed, self.norm)
+            self.offer(attained, check.point, True)
+            self.settled = max(self.settled, value, attained)
+        else:
+            self.unclosed = max(self.unclosed, value)
+
+    def expand(self, node: BabNode, solve_part: SolvePart | None) -> None:
+        """Hand the node to ``solve_part`` if small enough and it answers, else split it."""
+        self.nodes += 1
+        if solve_part is not None and node.unstable <= self.options.mip_at:
+            answer = solve_part(node)
+            if answer is not None:
+                self.solved += 1
+                upper, lower, witness = answer
+                if witness is not None:
+                    self.offer(lower, witness.point, witness.certified_pattern)
+                self.unclosed = max(self.unclosed, upper)
+                return
+        k, i = branch_neuron(node.bounds, self.options.branching)
+        for active in (True, False):
+            splits = dict(node.splits)
+            splits[(k, i)] = active
+            bounds = split_bounds(
+                self.network, self.domain, self.seed, splits, node.bounds, fresh_from=k + 1
+            )
+            if bounds is None:
+                self.empty += 1
+            else:
+                self.make_node(splits, bounds, node)
+
+    def run(self, solve_part: SolvePart | None) -> str:
+        """Expand best-first until closed or a limit: ``"done"``, ``"time"`` or ``"nodes"``."""
+        limit = self.options.node_limit
+        while self.heap:
+            top = self.heap[0][2]
+            if self.prunable(top.upper):  # the heap's largest bound: every open node goes
+                self.pruned += len(self.heap)
+                self.settled = max(self.settled, top.upper)
+                self.heap.clear()
+                break
+            if self.deadline is not None and time.perf_counter() >= self.deadline:
+                return "time"
+            if limit is not None and self.nodes >= limit:
+                return "nodes"
+            heapq.heappop(self.heap)
+            self.expand(top, solve_part)
+        return "done"
+
+    def status(self, stopped: str, upper: float) -> Status:
+        """How the search ended (see :class:`ActivationBabOutcome`)."""
+        if stopped == "time":
+            return Status.TIME_LIMIT
+        if stopped == "nodes":
+            return Status.INTERRUPTED
+        if not self.prunable(upper) or not self.certified:
+            return Status.UPPER_BOUND
+        return Status.OPTIMAL if closed(upper, self.lower) else Status.GAP_LIMIT
+
+
+def activation_bab(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm | str,
+    *,
+    options: ActivationBabOptions = ActivationBabOptions(),
+    deadline: float | None = None,
+    start: Witness | None = None,
+    solve_part: SolvePart | None = None,
+) -> ActivationBabOutcome:
+    """Bracket (and, run to the end, find) ``max ||∇(c^T f)||_{α*}`` over ``domain`` by branch
+    and bound on the activations (module docstring).
+
+    ``seed``: the vector c or an :class:`OutputNorm`; ``deadline``: a ``time.perf_counter()``
+    time; ``start``: an attained value to begin with (default: :func:`start_witness`).
+    """
+    began = time.perf_counter()
+    norm = InputNorm.parse(norm)
+    if options.branching not in BRANCHING:
+        raise ValueError(f"unknown branching rule {options.branching!r}; one of {BRANCHING}")
+    check_supported(network, domain, seed, norm)
+    search = _Search((network, domain, seed, norm), options, deadline)
+    witness = start or start_witness(network, domain, seed, norm, options, deadline)
+    if witness is not None:
+        search.offer(witness.norm_value, witness.point, witness.certified_pattern)
+    root = split_bounds(network, domain, seed, {})
+    if root is None:  # cannot happen for a non-empty domain; kept for the type
+        raise ValueError("activation branch and bound: the domain's bounds are empty")
+    root_upper = search.make_node({}, root, None)
+    stopped = search.run(solve_part)
+    opened = -search.heap[0][0] if search.heap else 0.0
+    upper = max(search.lower, search.settled, search.unclosed, opened)
+    return ActivationBabOutcome(
+        upper=float(upper),
+        lower=float(search.lower),
+        witness=search.point,
+        certified=search.certified,
+        status=search.status(stopped, upper),
+        nodes=search.nodes,
+        pruned=search.pruned,
+        leaves=search.leaves,
+        empty=search.empty,
+        solved=search.solved,
+        seconds=time.perf_counter() - began,
+        root_upper=float(root_upper),
+        root_unstable=root.unstable_count,
+    )
+
+
+__all__ = [
+    "ActivationBabOptions",
+    "ActivationBabOutcome",
+    "BabNode",
+    "PartAnswer",
+    "activation_bab",
+    "branch_neuron",
+    "check_supported",
+    "pattern_value",
+    "start_witness",
+]

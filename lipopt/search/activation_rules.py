@@ -1,0 +1,111 @@
+"""The rules of the activation branch and bound (:mod:`lipopt.search.activation_bab`): which
+neuron to split, which questions it answers exactly, a fixed pattern's value, and the polytope
+that holds a node whose first layers are stable.
+
+**The polytope.** When every neuron of hidden layers ``< p`` is stable on ``D_S``, every point of
+``D_S`` has their pattern (or sits on a kink), and on that pattern's region each ``z_{p,i}`` is
+affine in ``x``; so ``D_S`` lies in the closure of the polyhedron cut out by that pattern and by
+the signs split at layer ``p``. If the margin LP finds that polyhedron meets the interior of ``D``
+in no full-dimensional set, no interior point of ``D_S`` lies in an open linear region, and the
+node contributes nothing to the constant (docs/encoding.md §11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.constrained import Neuron
+from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
+from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
+from lipopt.network import Affine, Network
+from lipopt.norms import MAX_SIGN_INPUTS, InputNorm, OutputNorm, dual_norm, operator_value
+
+FloatArray = NDArray[np.float64]
+Splits = Mapping[Neuron, bool]
+
+#: branching rules: ``score`` = the largest ``min(-l, u) · max(|ly|, |uy|)`` anywhere;
+#: ``layer`` = the earliest layer holding an unstable neuron, the largest score in it
+BRANCHING = ("score", "layer")
+
+
+def check_supported(network: Network, domain: Domain, seed: Seed, norm: InputNorm) -> None:
+    """Refuse, in one line, a domain or an output norm whose leaf value is not exact here."""
+    if not isinstance(domain, (Box, LinfBall, L1Ball, L2Ball)):
+        raise ValueError(f"activation branch and bound: unsupported domain {type(domain).__name__}")
+    if not isinstance(seed, OutputNorm):
+        return
+    m, d = network.output_dim, network.input_dim
+    if seed is OutputNorm.L2:
+        if norm is InputNorm.LINF and d > MAX_SIGN_INPUTS:
+            raise ValueError(
+                f"activation branch and bound: l2 output with l-inf input needs <= "
+                f"{MAX_SIGN_INPUTS} inputs, not {d}"
+            )
+    elif seed.vertices(m) is None and not (norm is InputNorm.L1 and seed is OutputNorm.L1):
+        raise ValueError(f"activation branch and bound: output norm {seed.value} on {m} outputs")
+
+
+def pattern_value(
+    network: Network, pattern: list[FloatArray], seed: Seed, norm: InputNorm
+) -> float:
+    """``||J_p^T c||_{α*}`` (or ``max_{w ∈ B*} ||J_p^T w||_{α*}``) of one activation pattern."""
+    if isinstance(seed, OutputNorm):
+        return operator_value(network.jacobian_from_pattern(pattern), norm, seed)
+    grad = network.pattern_gradients([p[None, :] for p in pattern], seed, 1)
+    return float(dual_norm(grad[0], norm))
+
+
+def branch_neuron(bounds: NetworkBounds, rule: str) -> Neuron:
+    """The unstable neuron to split: the largest ``min(-l, u) · max(|ly|, |uy|)`` (ties and
+    zero scores by the width ``min(-l, u)``), anywhere (``score``) or in the earliest layer
+    with an unstable neuron (``layer``)."""
+    best: tuple[float, float] = (-1.0, -1.0)
+    chosen: Neuron | None = None
+    for k, state in enumerate(bounds.states):
+        unstable = np.flatnonzero(state == NeuronState.UNSTABLE)
+        if not unstable.size:
+            continue
+        width = np.minimum(-bounds.pre_lower[k], bounds.pre_upper[k])[unstable]
+        reach = np.maximum(np.abs(bounds.grad_lower[k]), np.abs(bounds.grad_upper[k]))[unstable]
+        keys = list(zip(width * reach, width, strict=True))
+        j = max(range(len(keys)), key=keys.__getitem__)
+        if keys[j] > best:
+            best, chosen = keys[j], (k, int(unstable[j]))
+        if rule == "layer":
+            break
+    if chosen is None:
+        raise ValueError("no unstable neuron to branch on")
+    return chosen
+
+
+def linear_part(
+    network: Network, states: Sequence[NDArray[np.int8]], splits: Splits, checked: int
+) -> tuple[Network, list[FloatArray]] | None:
+    """With hidden layers ``< p`` all stable (``p`` the first with an unstable neuron), every
+    ``z_{p,i}`` is affine on their pattern's region, so ``D_S`` lies in the polytope of that
+    pattern and of the signs split at layer ``p``. Returns the network of layers ``< p`` and
+    layer ``p``'s split rows (zero output) and that pattern, for the margin LP
+    (:func:`lipopt.verify.check_region`); None when it fixes no more than ``checked`` neurons
+    (checked before) or nothing at all."""
+    p = next(k for k, s in enumerate(states) if np.any(s == NeuronState.UNSTABLE))
+    rows = sorted((i, active) for (k, i), active in splits.items() if k == p)
+    if sum(network.hidden_widths[:p]) + len(rows) <= checked:
+        return None
+    pattern = [(s == NeuronState.ACTIVE).astype(np.float64) for s in states[:p]]
+    affines = list(network.affine_layers[:p])
+    width = network.input_dim if p == 0 else network.hidden_widths[p - 1]
+    if rows:
+        index = [i for i, _ in rows]
+        layer = network.affine_layers[p]
+        affines.append(Affine(layer.weight[index], layer.bias[index]))
+        pattern.append(np.array([1.0 if active else 0.0 for _, active in rows]))
+        width = len(rows)
+    if not pattern:
+        return None
+    return Network.from_affines([*affines, Affine(np.zeros((1, width)), np.zeros(1))]), pattern
+
+
+__all__ = ["BRANCHING", "branch_neuron", "check_supported", "linear_part", "pattern_value"]

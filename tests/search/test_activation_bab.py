@@ -1,0 +1,146 @@
+"""The activation branch and bound against the brute-force oracle (tests/oracle.py): run to the
+end it is exact and its witness attains the value; stopped early its bracket still holds the
+truth. Prints the nodes needed against the root's unstable neurons (``pytest -s``)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
+from lipopt.norms import OutputNorm
+from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
+from lipopt.status import Status
+from tests import oracle
+from tests.helpers import network_from_weights
+
+
+def _case(rng: np.random.Generator, index: int, domains: tuple[str, ...]):
+    """A random network [d, n1, n2, m] (d in 2..4, widths 6..10) and a domain of the kinds."""
+    d, n1, n2 = int(rng.integers(2, 5)), int(rng.integers(6, 11)), int(rng.integers(6, 11))
+    m = 1 + index % 2
+    weights = oracle.random_network_weights(rng, [d, n1, n2, m])
+    kind = domains[index % len(domains)]
+    domain = {
+        "box": lambda: Box(-np.ones(d), np.ones(d)),
+        "linf": lambda: LinfBall(rng.normal(size=d), 0.5),
+        "l1": lambda: L1Ball(rng.normal(size=d), 1.0),
+        "l2": lambda: L2Ball(rng.normal(size=d), 0.8),
+    }[kind]()
+    return weights, domain, rng.normal(size=m)
+
+
+def _check_exact(weights, domain, seed, norm: str, output: str = "abs") -> str:
+    net = network_from_weights(weights)
+    spec = oracle.from_lipopt(net, domain)
+    c = None if isinstance(seed, OutputNorm) else seed
+    truth = oracle.brute_force_lipschitz(*spec, c, norm, output).value
+    out = activation_bab(net, domain, seed, norm)
+    assert out.status == Status.OPTIMAL, (out.status, out.lower, out.upper, truth)
+    scale = max(1.0, abs(truth))
+    assert abs(out.upper - truth) <= 1e-6 * scale, (out.upper, truth)
+    assert abs(out.lower - truth) <= 1e-6 * scale, (out.lower, truth)
+    assert out.witness is not None and domain.contains(out.witness, tol=0.0)
+    attained = oracle.gradient_norms(spec.weights, out.witness[None, :], c, norm, output)[0]
+    assert attained == pytest.approx(out.lower, rel=1e-9, abs=1e-12)
+    return f"unstable {out.root_unstable:3d}  nodes {out.nodes:4d}  {out.seconds:.2f} s"
+
+
+@pytest.mark.parametrize(
+    ("row", "norm", "domains"),
+    [
+        (0, "linf", ("box", "linf")),
+        (1, "l1", ("box", "linf")),
+        (2, "l2", ("box", "l1")),
+        (3, "linf", ("l1", "l2")),
+    ],
+)
+def test_exact_on_random_networks(row: int, norm: str, domains: tuple[str, ...]) -> None:
+    """6 networks per row, 24 in all: optimal, the oracle's value, attained at the witness."""
+    rng = np.random.default_rng(20 + row)
+    for index in range(6):
+        weights, domain, c = _case(rng, index, domains)
+        report = _check_exact(weights, domain, c, norm)
+        print(f"{norm} {type(domain).__name__:8s} {report}")
+
+
+@pytest.mark.parametrize("output", [OutputNorm.L1, OutputNorm.LINF, OutputNorm.CROSS])
+def test_exact_for_output_norms(output: OutputNorm) -> None:
+    rng = np.random.default_rng(41)
+    for index in range(2):
+        weights = oracle.random_network_weights(rng, [3, 7, 7, 3])
+        domain = Box(-np.ones(3), np.ones(3)) if index else LinfBall(rng.normal(size=3), 0.5)
+        report = _check_exact(weights, domain, output, "linf", output.value)
+        print(f"output {output.value} {report}")
+
+
+def test_brackets_under_limits() -> None:
+    """A node limit of 0, 1 or 3, or a deadline already close: lower <= truth <= upper, the
+    lower attained at the witness, and the status says why it stopped."""
+    rng = np.random.default_rng(5)
+    stopped = 0
+    for index in range(6):
+        weights, domain, c = _case(rng, index, ("box", "linf"))
+        net = network_from_weights(weights)
+        spec = oracle.from_lipopt(net, domain)
+        truth = oracle.brute_force_lipschitz(*spec, c, "linf").value
+        runs = [
+            activation_bab(net, domain, c, "linf", options=ActivationBabOptions(node_limit=n))
+            for n in (0, 1, 3)
+        ]
+        runs.append(activation_bab(net, domain, c, "linf", deadline=time.perf_counter() + 0.02))
+        for out in runs:
+            assert out.lower <= truth * (1 + 1e-9) + 1e-12
+            assert out.upper >= truth * (1 - 1e-9) - 1e-12
+            assert out.witness is not None
+            attained = oracle.gradient_norms(spec.weights, out.witness[None, :], c, "linf")[0]
+            assert attained == pytest.approx(out.lower, rel=1e-9, abs=1e-12)
+            if out.status in (Status.INTERRUPTED, Status.TIME_LIMIT):
+                stopped += 1
+            else:
+                assert out.status == Status.OPTIMAL
+    assert stopped >= 6
+
+
+def test_solve_part_hook() -> None:
+    """Nodes with few unstable neurons go to the caller: an answer that closes nothing leaves
+    a sound but open bracket (upper_bound); None keeps splitting (exact)."""
+    rng = np.random.default_rng(10)
+    weights, domain, c = _case(rng, 0, ("box",))
+    net = network_from_weights(weights)
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c, "linf").value
+    seen: list[int] = []
+
+    def loose(node):
+        seen.append(node.unstable)
+        return (node.upper, 0.0, None)
+
+    options = ActivationBabOptions(mip_at=4, attack_restarts=0)
+    out = activation_bab(net, domain, c, "linf", options=options, solve_part=loose)
+    assert seen and max(seen) <= 4 and out.solved == len(seen)
+    assert out.lower <= truth * (1 + 1e-9) and out.upper >= truth * (1 - 1e-9)
+    assert out.status in (Status.UPPER_BOUND, Status.OPTIMAL)
+    out = activation_bab(net, domain, c, "linf", options=options, solve_part=lambda node: None)
+    assert out.status == Status.OPTIMAL and out.upper == pytest.approx(truth, rel=1e-6)
+
+
+def test_both_branching_rules_are_exact() -> None:
+    rng = np.random.default_rng(14)
+    weights, domain, c = _case(rng, 0, ("box",))
+    net = network_from_weights(weights)
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c, "l1").value
+    for rule in ("score", "layer"):
+        out = activation_bab(net, domain, c, "l1", options=ActivationBabOptions(branching=rule))
+        assert out.status == Status.OPTIMAL and out.upper == pytest.approx(truth, rel=1e-6)
+        print(f"{rule}: {out.nodes} nodes, {out.root_unstable} unstable")
+
+
+def test_refusals() -> None:
+    net = network_from_weights(oracle.random_network_weights(np.random.default_rng(0), [2, 3, 1]))
+    box = Box([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="branching"):
+        activation_bab(net, box, [1.0], "linf", options=ActivationBabOptions(branching="x"))
+    with pytest.raises(ValueError, match="unsupported domain"):
+        activation_bab(net, object(), [1.0], "linf")  # type: ignore[arg-type]
