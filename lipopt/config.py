@@ -288,6 +288,20 @@ class SolveConfig:
         "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
         "again split in halves on two processes)",
     )  # fmt: skip
+    bab: bool = option(
+        False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+        help="answer by branch and bound on the activations alone: Jacobian bounds on each "
+        "part, margin LPs at the leaves (exact mode; off by default)",
+        doc=(
+            "exact mode: answer by branch and bound on the activations instead of the plan: "
+            "split unstable neurons best bound first, bound each part by the Jacobian-norm "
+            "bound on its clipped linear bounds, close a part whose pattern is fixed by its "
+            "margin LP; under `--time-limit` a certified bracket. Every input and output norm "
+            "but an ℓ2 output with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 "
+            "outputs ([performance](performance.md#branch-and-bound-on-the-activations))"
+        ),
+        shown="off",
+    )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
         doc=(

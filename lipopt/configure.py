@@ -16,6 +16,7 @@ from lipopt.network import Network
 from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm
 from lipopt.policy import Policy
 from lipopt.query import LipschitzError, Query, resolve_seed
+from lipopt.search.activation_rules import check_supported
 from lipopt.search.regions import RegionOptions
 from lipopt.solvers import get
 from lipopt.solvers.registry import capabilities, is_auto
@@ -63,6 +64,7 @@ def configure(
         }
     )
     _check_gate_split(config, query)
+    _check_bab(config, query)
     _check_regions(config.regions, config, query)
     _check_l2_output(config, query)
     return query, config
@@ -190,3 +192,15 @@ def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
             "the region search needs mode 'exact', a fixed c (not an output norm) and a box "
             "or l-inf ball domain"
         )
+
+
+def _check_bab(config: SolveConfig, query: Query) -> None:
+    """``bab=True`` answers exact questions, of the norms its leaves can value exactly."""
+    if not config.bab:
+        return
+    if not config.exact:
+        raise LipschitzError("bab (the activation branch and bound) needs mode 'exact'")
+    try:
+        check_supported(query.network, query.domain, query.seed, query.norm)
+    except ValueError as err:
+        raise LipschitzError(str(err)) from err

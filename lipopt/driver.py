@@ -24,6 +24,7 @@ from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
+from lipopt.plan.nodes import ActivationBab
 from lipopt.plan.planner import uses_l2
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
@@ -32,6 +33,7 @@ from lipopt.result import LipschitzResult
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.solvers.registry import available, is_auto
 from lipopt.status import Status
+from lipopt.strategies.activation_bab import run_activation_bab
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
 from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
@@ -48,6 +50,7 @@ STRATEGIES: dict[type, Strategy] = {
     RegionSearch: run_regions,
     DomainSplit: run_domain_split,
     Race: run_race,
+    ActivationBab: run_activation_bab,
 }
 
 

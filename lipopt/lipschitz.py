@@ -97,6 +97,7 @@ def lipschitz(
     gate_split: bool = False,
     split_leader: bool = True,
     products: bool = True,
+    bab: bool = False,
     start_point: ArrayLike | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
@@ -238,6 +239,13 @@ def lipschitz(
             False: the backward pass's objective. On the six ℓ1 unit boxes of
             benchmarks/speed.py with two hidden layers, one after the other, 48.0 s in all
             against 64.1 s (docs/performance.md).
+        bab: exact mode: answer by branch and bound on the activations
+            (:mod:`lipopt.search.activation_bab`) instead of the plan: unstable neurons split
+            best bound first, each part bounded by the Jacobian-norm bound
+            (:mod:`lipopt.bounds.jacobian`), a part with one activation pattern closed by its
+            margin LP. False (the default): the plan above. On the timed-out cases of
+            benchmarks/results/activation_bab.md it proves smaller upper bounds than the plan,
+            and attains smaller lower ones on the random networks.
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the

@@ -55,6 +55,9 @@ MODEL_KEYS: dict[str, str] = {
     "sign_split_entry": "`--sign-split`: the gradient entry whose sign was split on",
     "gate_split_neuron": "`--gate-split`: the first-layer neuron whose gate was split on",
     "halves_cut_off": "the sign or gate split: halves shown below the value reached",
+    "bab_nodes": "`--bab`: parts bounded by the activation branch and bound",
+    "bab_pruned": "`--bab`: parts pruned by their bound",
+    "bab_leaves": "`--bab`: parts of one activation pattern checked by a margin LP",
 }
 
 #: keys of ``timings``, in the order the summary's ``time`` line lists them
@@ -69,6 +72,7 @@ TIMING_KEYS: dict[str, str] = {
     "race": "the race's wall time beyond the answering racer's stages",
     "attack": "the gradient attack, the pattern climb and checking a start point",
     "sampling": "the ℓ1 decomposition's sampled start and the climb from it",
+    "bab": "`--bab`: the activation branch and bound (its bounds, start and leaf LPs)",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, RegionSearch
+from lipopt.plan.nodes import ActivationBab, DomainSplit, Mip, Node, Race, RegionSearch
 
 
 def describe(node: Node, indent: str = "") -> str:
@@ -23,6 +23,9 @@ def _lines(node: Node, indent: str) -> list[str]:
             lines += [f"{indent}  if unfinished:"]
             lines += _lines(node.fallback, indent + "    ")
         return lines
+    if isinstance(node, ActivationBab):
+        return [f"{indent}activation branch and bound ({node.options.branching} branching, "
+                "Jacobian bounds, margin LPs at the leaves)"]  # fmt: skip
     if isinstance(node, DomainSplit):
         lines = [f"{indent}domain split (leaves of {node.options.leaf_unstable} unstable, "
                  f"{node.options.workers} process(es)), each part:"]  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Union
 
 from lipopt.config import SolveConfig
 from lipopt.formulation.build import Formulation
+from lipopt.search.activation_bab import ActivationBabOptions
 from lipopt.search.regions import RegionOptions
 from lipopt.search.split import SplitOptions
 from lipopt.solvers.registry import capabilities
@@ -134,4 +135,12 @@ class Race:
     split_leader: bool
 
 
-Node = Union[Mip, RegionSearch, DomainSplit, Race]
+@dataclass(frozen=True)
+class ActivationBab:
+    """Branch and bound on the activations (:mod:`lipopt.search.activation_bab`): Jacobian
+    bounds on each part, margin LPs at the leaves."""
+
+    options: ActivationBabOptions
+
+
+Node = Union[Mip, RegionSearch, DomainSplit, Race, ActivationBab]

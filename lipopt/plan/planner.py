@@ -14,6 +14,7 @@ tested on its own. The decisions, in order:
    quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds); the same
    for the ℓ2 output norm, whose ball ``Σ w_i^2 <= 1`` only SCIP takes, and for an ℓ2-ball
    domain (SCIP: the ball as a quadratic row; HiGHS: its bounding box and tangent cuts).
+0. ``bab=True``: branch and bound on the activations alone (the user asked for it).
 5. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
    ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
 """
@@ -26,9 +27,10 @@ from lipopt.domain import Box, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
-from lipopt.plan.nodes import DomainSplit, Mip, Node, Race, Racer, RegionSearch
+from lipopt.plan.nodes import ActivationBab, DomainSplit, Mip, Node, Race, Racer, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
+from lipopt.search.activation_bab import ActivationBabOptions
 from lipopt.search.regions import RegionOptions
 from lipopt.search.split import SplitOptions
 from lipopt.solvers.registry import adapter_key, is_auto, resolve
@@ -36,6 +38,9 @@ from lipopt.solvers.registry import adapter_key, is_auto, resolve
 
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
+    if config.bab:  # the user's choice of strategy: nothing else runs
+        gap = config.gap if config.gap else ActivationBabOptions.gap
+        return ActivationBab(ActivationBabOptions(gap=gap, rng_seed=config.random_seed))
     config = _resolved(query, config, policy)
     if uses_l2(query) and is_auto(config.solver):
         config = config.but(solver=resolve(config.solver, facts.solvers, policy.auto_l2_solver))
