@@ -45,11 +45,24 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     )
 
 
+def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Issue 43's test of two runs: rows that finish agree in value (1e-6 relative), status,
+    unstable neurons and binaries; rows stopped at the time limit have the same status and
+    overlapping brackets [lower, value]."""
+    if a["status"] != b["status"]:
+        return False
+    if a["status"] == "optimal":
+        value_close = abs(a["value"] - b["value"]) <= 1e-6 * max(1.0, abs(b["value"]))
+        return value_close and a["unstable"] == b["unstable"] and a["binaries"] == b["binaries"]
+    lows = [r["lower"] for r in (a, b) if r["lower"] is not None]
+    return not lows or max(lows) <= min(a["value"], b["value"]) * (1 + 1e-9)
+
+
 def rows(before: dict, after: dict, committed: dict) -> list[str]:
     lines = [
-        "| network | domain | seed | norm | value | status | same as before | same as committed "
-        "| before s | after s | after/before |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| network | domain | seed | norm | value | status | same as before | agrees | "
+        "same as committed | before s | after s | after/before |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, row in after.items():
         old, ref = before.get(key), committed.get(key)
@@ -58,12 +71,13 @@ def rows(before: dict, after: dict, committed: dict) -> list[str]:
             f"| [{row['widths']}] | {row['domain']} | {row['seed']} | {row['norm']} "
             f"| {row['value']:.6g} | {row['status']} "
             f"| {'yes' if old and same(row, old) else 'NO'} "
+            f"| {'yes' if old and agree(row, old) else 'NO'} "
             f"| {'yes' if ref and same(row, ref) else ('-' if ref is None else 'NO')} "
             f"| {old['total_s']:.1f} | {row['total_s']:.1f} "
             f"| {'' if ratio is None else f'{ratio:.2f}'} |"
             if old
             else f"| [{row['widths']}] | {row['domain']} | {row['seed']} | {row['norm']} "
-            f"| {row['value']:.6g} | {row['status']} | - | - | - | {row['total_s']:.1f} | |"
+            f"| {row['value']:.6g} | {row['status']} | - | - | - | - | {row['total_s']:.1f} | |"
         )
     return lines
 
@@ -74,12 +88,15 @@ def summary(before: dict, after: dict, committed: dict) -> list[str]:
     total_before = sum(old["total_s"] for old, _ in paired)
     total_after = sum(row["total_s"] for _, row in paired)
     identical = sum(same(row, old) for old, row in paired)
+    agreeing = sum(agree(row, old) for old, row in paired)
     in_committed = [(committed[k], row) for k, row in after.items() if k in committed]
     return [
         f"- {identical} of {len(paired)} rows identical to the run before (value, lower, status, "
         "unstable, binaries); "
         f"{sum(same(row, ref) for ref, row in in_committed)} of {len(in_committed)} identical to "
         "the committed rows.",
+        f"- {agreeing} of {len(paired)} rows agree with the run before (finished: value to 1e-6, "
+        "status, unstable, binaries; stopped: status and overlapping brackets).",
         f"- Seconds in all: {total_before:.1f} before, {total_after:.1f} after "
         f"({total_after / total_before:.3f}); median ratio of the rows "
         f"{statistics.median(ratios):.3f} (min {min(ratios):.2f}, max {max(ratios):.2f}).",
