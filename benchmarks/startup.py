@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         *table(times, trees),
         "",
         "Imports of one `lipopt solve [2,8,8,1] --box 0,1` by top-level package (this checkout, "
-        "`python -X importtime`; Pyomo's import hooks load `scipy.stats` when its standard-form "
-        "compiler first touches SciPy):",
+        "`python -X importtime`; the `scipy.stats`, `scipy.integrate` and `scipy.spatial` that "
+        "Pyomo imports with SciPy are deferred to their first use, lipopt/lazy.py):",
         "",
         "| package | s |",
         "|---|---|",
