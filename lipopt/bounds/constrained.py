@@ -46,6 +46,7 @@ from lipopt.bounds.interval import (
     NetworkBounds,
     Seed,
     _nonnegative_rows,
+    assembled,
     backward_interval,
     classify,
     first_layer_bounds,
@@ -181,16 +182,8 @@ def split_bounds(
     pre_lower, pre_upper = forward
     states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper, strict=True)]
     ref = _backward_reference(network, states, seed, reference)
-    grad_lo, grad_hi, in_lo, in_hi = backward_linear(network, states, seed, ref)
-    return NetworkBounds(
-        pre_lower=tuple(pre_lower),
-        pre_upper=tuple(pre_upper),
-        grad_lower=tuple(grad_lo),
-        grad_upper=tuple(grad_hi),
-        input_grad_lower=in_lo,
-        input_grad_upper=in_hi,
-        method="linear-split",
-    )
+    backward = backward_linear(network, states, seed, ref)
+    return assembled((pre_lower, pre_upper), backward, "linear-split")
 
 
 __all__ = ["EMPTY_SLACK", "Neuron", "Splits", "split_bounds", "split_forward"]

@@ -13,6 +13,7 @@ transposed affine maps use the same centre/radius rule.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Union
@@ -207,10 +208,21 @@ def bounds_from_pre_activations(
     """Complete forward bounds with backward interval bounds into a :class:`NetworkBounds`."""
     states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper)]
     top_lo, top_hi = seed_bounds(network, seed)
-    grad_lo, grad_hi, in_lo, in_hi = backward_interval(network, states, top_lo, top_hi)
+    backward = backward_interval(network, states, top_lo, top_hi)
+    return assembled((pre_lower, pre_upper), backward, method)
+
+
+def assembled(
+    forward: tuple[Sequence[FloatArray], Sequence[FloatArray]],
+    backward: tuple[Sequence[FloatArray], Sequence[FloatArray], FloatArray, FloatArray],
+    method: str,
+) -> NetworkBounds:
+    """A :class:`NetworkBounds` from a forward pass's ``(lower, upper)`` per hidden layer and a
+    backward pass's ``(y lower, y upper, ∇f lower, ∇f upper)``."""
+    grad_lo, grad_hi, in_lo, in_hi = backward
     return NetworkBounds(
-        pre_lower=tuple(pre_lower),
-        pre_upper=tuple(pre_upper),
+        pre_lower=tuple(forward[0]),
+        pre_upper=tuple(forward[1]),
         grad_lower=tuple(grad_lo),
         grad_upper=tuple(grad_hi),
         input_grad_lower=in_lo,

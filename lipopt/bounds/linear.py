@@ -69,6 +69,7 @@ from lipopt.bounds.interval import (
     Seed,
     _affine_interval,
     _switch,
+    assembled,
     backward_interval,
     classify,
     first_layer_bounds,
@@ -320,16 +321,8 @@ def linear_bounds(network: Network, domain: Domain, seed: Seed) -> NetworkBounds
     plain = interval_bounds(network, domain, seed)
     pre_lower, pre_upper = forward_linear(network, domain, (plain.pre_lower, plain.pre_upper))
     states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper, strict=True)]
-    grad_lo, grad_hi, in_lo, in_hi = backward_linear(network, states, seed, plain)
-    return NetworkBounds(
-        pre_lower=tuple(pre_lower),
-        pre_upper=tuple(pre_upper),
-        grad_lower=tuple(grad_lo),
-        grad_upper=tuple(grad_hi),
-        input_grad_lower=in_lo,
-        input_grad_upper=in_hi,
-        method="linear",
-    )
+    backward = backward_linear(network, states, seed, plain)
+    return assembled((pre_lower, pre_upper), backward, "linear")
 
 
 __all__ = [

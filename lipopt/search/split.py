@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.bounds import NetworkBounds, Seed, propagate
+from lipopt.bounds import Seed, propagate
+from lipopt.bounds.jacobian import fastlip_value
 from lipopt.domain import Box
 from lipopt.heuristics.witness import value_at
 from lipopt.network import Network
@@ -89,10 +90,8 @@ class SplitOutcome:
     bound_seconds: float
 
 
-def gradient_box_norm(bounds: NetworkBounds, norm: InputNorm) -> float:
-    """FastLip: the largest dual norm of any vector in the gradient's interval box."""
-    magnitude = np.maximum(np.abs(bounds.input_grad_lower), np.abs(bounds.input_grad_upper))
-    return float(dual_norm(magnitude, norm))
+#: FastLip: the largest dual norm of any vector in the gradient's interval box
+gradient_box_norm = fastlip_value
 
 
 def split_box(box: Box, network: Network) -> tuple[Box, Box]:
