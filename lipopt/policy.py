@@ -116,6 +116,11 @@ AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
 #: HiGHS 0.2-19 s on five (1.0-11x SCIP's time) and did not finish the sixth in 60 s.
 AUTO_L2_SOLVER = "scip"
 
+#: ``bab=True``: a part of the activation branch and bound with at most this many unstable
+#: neurons is handed to the MIP on its bounds (:mod:`lipopt.strategies.bab_parts`) instead of
+#: being split further (0: never). Measured: see BAB_MIP_AT_MEASURED below
+BAB_MIP_AT = 16
+
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
 
@@ -248,6 +253,7 @@ class Policy:
     auto_race_norms: frozenset[str]
     auto_race_solvers: dict[str, str]
     auto_l2_solver: str
+    bab_mip_at: int
     min_solve_share: float
     min_race_seconds: float
     min_leader_split_seconds: float
