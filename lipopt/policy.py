@@ -118,7 +118,11 @@ AUTO_L2_SOLVER = "scip"
 
 #: ``bab=True``: a part of the activation branch and bound with at most this many unstable
 #: neurons is handed to the MIP on its bounds (:mod:`lipopt.strategies.bab_parts`) instead of
-#: being split further (0: never). Measured: see BAB_MIP_AT_MEASURED below
+#: being split further (0: never). Measured with benchmarks/activation_bab.py --bab-only at 15 s
+#: on its six random unit-box networks: at 8, the two that finish took 1.7 and 5.4 s, the four
+#: stopped ones' upper bounds were 15.2, 15.9, 31.5, 23.9; at 16, 0.4 and 6.5 s and 15.1, 16.0,
+#: 32.0, 24.2; at 24, 1.0 and 1.0 s (each root one MIP) but 15.2, 16.1, 41.9, 31.8: on
+#: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
 BAB_MIP_AT = 16
 
 #: the least share of the time limit the solver is given after the bounds and the build

@@ -281,7 +281,8 @@ class _Search:
                 upper, lower, witness = answer
                 if witness is not None:
                     self.offer(lower, witness.point, witness.certified_pattern)
-                self.unclosed = max(self.unclosed, upper)
+                # the node's own bound holds too: a part MIP stopped early may prove less
+                self.unclosed = max(self.unclosed, min(upper, node.upper))
                 return
         k, i = branch_neuron(node.bounds, self.options.branching)
         for active in (True, False):
