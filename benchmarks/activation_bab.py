@@ -64,21 +64,23 @@ def make(case: tuple[str, str, int]) -> tuple[Any, Any, Any, str]:
     return net, lipopt.LinfBall(x, 0.05), c, f"{name}, image {seed}, ℓ∞ 0.05"
 
 
-def run_case(case: tuple[str, str, int], limit: float) -> dict[str, Any]:
-    """Both solves of one case, one after the other."""
+def run_case(case: tuple[str, str, int], limit: float, plan_too: bool = True) -> dict[str, Any]:
+    """Both solves of one case, one after the other (``plan_too`` False: BaB only)."""
     import lipopt
     from lipopt.bounds.linear import linear_bounds
-    from lipopt.search.activation_bab import activation_bab
 
     net, domain, c, label = make(case)
     unstable = linear_bounds(net, domain, c).unstable_count
+    plan: tuple[Any, ...] = (None, float("nan"), "–", 0.0)
+    if plan_too:
+        start = time.perf_counter()
+        res = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit)
+        plan = (res.lower, res.value, str(res.status), time.perf_counter() - start)
     start = time.perf_counter()
-    res = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit)
-    plan = (res.lower, res.value, str(res.status), time.perf_counter() - start)
-    start = time.perf_counter()
-    out = activation_bab(net, domain, c, "linf", deadline=start + limit)
-    bab = (out.lower, out.upper, str(out.status), time.perf_counter() - start)
-    return {"label": label, "unstable": unstable, "plan": plan, "bab": bab, "nodes": out.nodes}
+    out = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit, bab=True)
+    bab = (out.lower, out.value, str(out.status), time.perf_counter() - start)
+    nodes = out.model_stats.get("bab_nodes", 0)
+    return {"label": label, "unstable": unstable, "plan": plan, "bab": bab, "nodes": nodes}
 
 
 def _cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
@@ -97,9 +99,11 @@ def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:
         f"`{('python benchmarks/activation_bab.py ' + argv).strip()}`.",
         "",
         f"Time limit {limit:g} s per solve; ℓ∞ input norm. *plan* = `lipopt.lipschitz` "
-        "(default plan); *BaB* = `activation_bab` alone (Jacobian-norm bound per node, margin "
-        "LP on stable prefixes and leaves, no MIP). Each: bracket [lower, upper], upper/lower, "
-        "status, wall seconds; `unstable` = unstable neurons under `linear_bounds` at the root.",
+        "(default plan); *BaB* = `lipopt.lipschitz(..., bab=True)` (the attack and pattern "
+        "climb as its start, Jacobian-norm bound per node, margin LP on stable prefixes and "
+        f"leaves, the MIP on parts of at most {_mip_at()} unstable neurons). Each: bracket "
+        "[lower, upper], upper/lower, status, wall seconds; `unstable` = unstable neurons "
+        "under `linear_bounds` at the root.",
         "",
         "| case | unstable | plan bracket | plan ratio | plan status | plan s "
         "| BaB bracket | BaB ratio | BaB status | BaB s | BaB nodes |",
@@ -113,16 +117,28 @@ def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mip_at() -> int:
+    import lipopt.policy
+
+    return lipopt.policy.BAB_MIP_AT
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=15.0)
     parser.add_argument("--cases", choices=("all", "small", "digits"), default="all")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/activation_bab.md")
+    parser.add_argument("--mip-at", type=int, default=None, help="BAB_MIP_AT for this run")
+    parser.add_argument("--bab-only", action="store_true", help="skip the default plan")
     args = parser.parse_args(argv)
+    if args.mip_at is not None:
+        import lipopt.policy
+
+        lipopt.policy.BAB_MIP_AT = args.mip_at
     cases = {"all": RANDOM + DIGITS, "small": RANDOM, "digits": DIGITS}[args.cases]
     rows = []
     for case in cases:
-        row = run_case(case, args.time_limit)
+        row = run_case(case, args.time_limit, not args.bab_only)
         print(row, flush=True)
         rows.append(row)
     args.out.write_text(

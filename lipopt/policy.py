@@ -116,6 +116,15 @@ AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
 #: HiGHS 0.2-19 s on five (1.0-11x SCIP's time) and did not finish the sixth in 60 s.
 AUTO_L2_SOLVER = "scip"
 
+#: ``bab=True``: a part of the activation branch and bound with at most this many unstable
+#: neurons is handed to the MIP on its bounds (:mod:`lipopt.strategies.bab_parts`) instead of
+#: being split further (0: never). Measured with benchmarks/activation_bab.py --bab-only at 15 s
+#: on its six random unit-box networks: at 8, the two that finish took 1.7 and 5.4 s, the four
+#: stopped ones' upper bounds were 15.2, 15.9, 31.5, 23.9; at 16, 0.4 and 6.5 s and 15.1, 16.0,
+#: 32.0, 24.2; at 24, 1.0 and 1.0 s (each root one MIP) but 15.2, 16.1, 41.9, 31.8: on
+#: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
+BAB_MIP_AT = 16
+
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
 
@@ -248,6 +257,7 @@ class Policy:
     auto_race_norms: frozenset[str]
     auto_race_solvers: dict[str, str]
     auto_l2_solver: str
+    bab_mip_at: int
     min_solve_share: float
     min_race_seconds: float
     min_leader_split_seconds: float

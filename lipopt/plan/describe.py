@@ -24,8 +24,10 @@ def _lines(node: Node, indent: str) -> list[str]:
             lines += _lines(node.fallback, indent + "    ")
         return lines
     if isinstance(node, ActivationBab):
+        mip_at = node.options.mip_at
+        parts = f", the MIP on parts of <= {mip_at} unstable" if mip_at > 0 else ""
         return [f"{indent}activation branch and bound ({node.options.branching} branching, "
-                "Jacobian bounds, margin LPs at the leaves)"]  # fmt: skip
+                f"Jacobian bounds, margin LPs at the leaves{parts})"]  # fmt: skip
     if isinstance(node, DomainSplit):
         lines = [f"{indent}domain split (leaves of {node.options.leaf_unstable} unstable, "
                  f"{node.options.workers} process(es)), each part:"]  # fmt: skip

@@ -40,7 +40,9 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
     if config.bab:  # the user's choice of strategy: nothing else runs
         gap = config.gap if config.gap else ActivationBabOptions.gap
-        return ActivationBab(ActivationBabOptions(gap=gap, rng_seed=config.random_seed))
+        return ActivationBab(
+            ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at)
+        )
     config = _resolved(query, config, policy)
     if uses_l2(query) and is_auto(config.solver):
         config = config.but(solver=resolve(config.solver, facts.solvers, policy.auto_l2_solver))

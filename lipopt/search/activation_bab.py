@@ -26,7 +26,8 @@ falls as the search runs; it stops when the largest open ``U_S`` is within the g
 (the bracket is then closed: status ``optimal``), at the deadline or at the node limit.
 
 A node with at most ``mip_at`` unstable neurons may be handed to the caller's ``solve_part``,
-which answers ``(upper, lower, witness)`` for ``D_S`` (or None: keep splitting).
+which answers ``(upper, lower, witness)`` for ``D_S`` (or None: keep splitting); it is given
+the best attained value, and an upper bound at or below it prunes the part.
 """
 
 from __future__ import annotations
@@ -100,10 +101,11 @@ class BabNode:
     checked: int = 0
 
 
-#: what ``solve_part`` answers for a node: a proven upper bound over ``D_S``, an attained
-#: value, and where (None: no point)
+#: what ``solve_part`` answers for a node, given the best value attained so far (which it
+#: need only beat): a proven upper bound over ``D_S``, an attained value, and where (None: no
+#: point)
 PartAnswer = tuple[float, float, Witness | None]
-SolvePart = Callable[[BabNode], PartAnswer | None]
+SolvePart = Callable[[BabNode, float], PartAnswer | None]
 
 
 @dataclass
@@ -273,13 +275,14 @@ class _Search:
         """Hand the node to ``solve_part`` if small enough and it answers, else split it."""
         self.nodes += 1
         if solve_part is not None and node.unstable <= self.options.mip_at:
-            answer = solve_part(node)
+            answer = solve_part(node, self.lower)
             if answer is not None:
                 self.solved += 1
                 upper, lower, witness = answer
                 if witness is not None:
                     self.offer(lower, witness.point, witness.certified_pattern)
-                self.unclosed = max(self.unclosed, upper)
+                # the node's own bound holds too: a part MIP stopped early may prove less
+                self.unclosed = max(self.unclosed, min(upper, node.upper))
                 return
         k, i = branch_neuron(node.bounds, self.options.branching)
         for active in (True, False):
@@ -377,6 +380,7 @@ __all__ = [
     "ActivationBabOutcome",
     "BabNode",
     "PartAnswer",
+    "SolvePart",
     "activation_bab",
     "branch_neuron",
     "check_supported",

@@ -11,14 +11,17 @@ from __future__ import annotations
 import time
 
 from lipopt.bracket import Bracket
+from lipopt.heuristics.starts import attack_witness
+from lipopt.heuristics.witness import Witness
 from lipopt.plan.nodes import ActivationBab
 from lipopt.progress import counted
 from lipopt.query import Query
-from lipopt.search.activation_bab import ActivationBabOutcome, activation_bab
+from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab
+from lipopt.strategies.bab_parts import part_solver, supports_parts
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
-SOLVER = "activation branch and bound (Jacobian bounds, HiGHS LPs)"
+SOLVER = "activation branch and bound (Jacobian bounds, HiGHS LPs and MIPs on small parts)"
 
 
 def run_activation_bab(
@@ -26,10 +29,15 @@ def run_activation_bab(
 ) -> Bracket:
     """Answer ``query`` by branch and bound on the activations within ``limit`` seconds."""
     ctx.say("activation branch and bound: Jacobian bounds on each part...")
-    deadline = None if limit is None else time.perf_counter() + limit
+    began = time.perf_counter()
+    deadline = None if limit is None else began + limit
+    start = _start(node, query, limit, ctx)
+    solve_part: SolvePart | None = None
+    if node.options.mip_at > 0 and supports_parts(query):
+        solve_part = part_solver(query, deadline)
     found = activation_bab(
         query.network, query.domain, query.seed, query.norm,
-        options=node.options, deadline=deadline,
+        options=node.options, deadline=deadline, start=start, solve_part=solve_part,
     )  # fmt: skip
     ctx.say(
         f"activation branch and bound: {counted(found.nodes, 'part')}, "
@@ -37,6 +45,20 @@ def run_activation_bab(
         f"bracket [{found.lower:.6g}, {found.upper:.6g}] after {found.seconds:.1f} s"
     )
     return _bracket(found)
+
+
+def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:
+    """The MIP strategy's start point (the gradient attack, the best samples and the pattern
+    climb, verified) for a fixed c, within its share of the limit; None for an output norm (the
+    search then starts from its own samples)."""
+    if not query.fixed_c:
+        return None
+    policy = ctx.policy
+    by = None if limit is None else time.perf_counter() + policy.attack_limit_share * limit
+    found = attack_witness(query, policy, node.options.rng_seed, by)
+    if found is not None:
+        ctx.say(f"attack: {found.norm_value:.6g} attained")
+    return found
 
 
 def _bracket(found: ActivationBabOutcome) -> Bracket:

@@ -113,7 +113,7 @@ def test_solve_part_hook() -> None:
     truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c, "linf").value
     seen: list[int] = []
 
-    def loose(node):
+    def loose(node, lower):
         seen.append(node.unstable)
         return (node.upper, 0.0, None)
 
@@ -122,7 +122,9 @@ def test_solve_part_hook() -> None:
     assert seen and max(seen) <= 4 and out.solved == len(seen)
     assert out.lower <= truth * (1 + 1e-9) and out.upper >= truth * (1 - 1e-9)
     assert out.status in (Status.UPPER_BOUND, Status.OPTIMAL)
-    out = activation_bab(net, domain, c, "linf", options=options, solve_part=lambda node: None)
+    out = activation_bab(
+        net, domain, c, "linf", options=options, solve_part=lambda node, lower: None
+    )
     assert out.status == Status.OPTIMAL and out.upper == pytest.approx(truth, rel=1e-6)
 
 
