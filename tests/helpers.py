@@ -121,3 +121,10 @@ def assert_feasible_moments(compiled: Any, v: np.ndarray, objective: float) -> N
     for block, side in zip(compiled.blocks, compiled.sides):
         matrix = (block @ y).reshape(side, side)
         assert np.linalg.eigvalsh((matrix + matrix.T) / 2).min() >= -1e-10
+
+
+def box_or_ball(kind: str, dim: int) -> Box | LinfBall:
+    """The unit box (``kind == "box"``), or the ℓ∞ ball of radius 0.3 around its centre."""
+    if kind == "box":
+        return Box(np.zeros(dim), np.ones(dim))
+    return LinfBall(np.full(dim, 0.5), 0.3)

@@ -9,6 +9,7 @@ margin LP certified, so a closed search is exact and a stopped one a certified b
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from lipopt.bracket import Bracket
 from lipopt.heuristics.starts import attack_witness
@@ -32,6 +33,7 @@ def run_activation_bab(
     began = time.perf_counter()
     deadline = None if limit is None else began + limit
     start = _start(node, query, limit, ctx)
+    attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     if node.options.mip_at > 0 and supports_parts(query):
         solve_part = part_solver(query, deadline)
@@ -44,7 +46,8 @@ def run_activation_bab(
         f"{found.pruned} pruned, {counted(found.leaves, 'leaf LP')}, "
         f"bracket [{found.lower:.6g}, {found.upper:.6g}] after {found.seconds:.1f} s"
     )
-    return _bracket(found)
+    bracket = _bracket(found)
+    return replace(bracket, timings={"attack": attack_seconds, **bracket.timings})
 
 
 def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:

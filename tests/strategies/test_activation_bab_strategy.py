@@ -13,7 +13,7 @@ import lipopt
 from lipopt.cli import main
 from lipopt.plan import describe
 from tests import oracle
-from tests.helpers import random_network, save_onnx
+from tests.helpers import box_or_ball, random_network, save_onnx
 
 CASES = [
     ([3, 10, 10, 1], "box", "linf"),
@@ -23,18 +23,12 @@ CASES = [
 ]
 
 
-def _domain(kind: str, dim: int) -> lipopt.Box | lipopt.LinfBall:
-    if kind == "box":
-        return lipopt.Box(np.zeros(dim), np.ones(dim))
-    return lipopt.LinfBall(np.full(dim, 0.5), 0.3)
-
-
 @pytest.mark.parametrize("widths, kind, norm", CASES)
 def test_bab_is_exact_against_the_oracle(widths, kind, norm):
     rng = np.random.default_rng(sum(widths))
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1])
-    domain = _domain(kind, widths[0])
+    domain = box_or_ball(kind, widths[0])
     result = lipopt.lipschitz(net, domain, norm=norm, c=c, bab=True)
     truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c=c, input_norm=norm)
     assert result.status == "optimal", result.message

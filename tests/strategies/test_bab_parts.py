@@ -16,7 +16,7 @@ from lipopt.query import Query
 from lipopt.search.activation_bab import BabNode
 from lipopt.strategies.bab_parts import part_solver
 from tests import oracle
-from tests.helpers import random_network
+from tests.helpers import box_or_ball, random_network
 
 #: (widths, domain kind, input norm, rng seed): ten small networks
 CASES = [
@@ -33,12 +33,6 @@ CASES = [
 ]
 
 
-def _domain(kind: str, dim: int) -> lipopt.Box | lipopt.LinfBall:
-    if kind == "box":
-        return lipopt.Box(np.zeros(dim), np.ones(dim))
-    return lipopt.LinfBall(np.full(dim, 0.5), 0.3)
-
-
 def _value(net, points, c, norm):
     return np.asarray(dual_norm(net.gradients(np.atleast_2d(points), c), norm))
 
@@ -50,7 +44,7 @@ def test_bab_with_part_mips_is_exact(widths, kind, norm, seed, monkeypatch):
     rng = np.random.default_rng(100 + seed)
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1])
-    domain = _domain(kind, widths[0])
+    domain = box_or_ball(kind, widths[0])
     result = lipopt.lipschitz(net, domain, norm=norm, c=c, bab=True)
     truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c=c, input_norm=norm)
     assert result.status == "optimal", result.message
