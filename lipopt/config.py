@@ -288,19 +288,26 @@ class SolveConfig:
         "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
         "again split in halves on two processes)",
     )  # fmt: skip
-    bab: bool = option(
-        False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,
+    bab: bool | str = option(
+        "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
         help="answer by branch and bound on the activations alone: Jacobian bounds on each "
-        "part, margin LPs at the leaves (exact mode; off by default)",
+        "part, MIPs on small parts, margin LPs at the leaves (exact mode)",
+        off="never run it (default: the plan alone; the policy's BAB_AFTER_SHARE can run it "
+        "after an unfinished plan)",
         doc=(
             "exact mode: answer by branch and bound on the activations instead of the plan: "
             "split unstable neurons best bound first, bound each part by the Jacobian-norm "
-            "bound on its clipped linear bounds, close a part whose pattern is fixed by its "
-            "margin LP; under `--time-limit` a certified bracket. Every input and output norm "
-            "but an ℓ2 output with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 "
-            "outputs ([performance](performance.md#branch-and-bound-on-the-activations))"
+            "bound on its clipped linear bounds, hand a part of at most 16 unstable neurons to "
+            "the MIP, close a part whose pattern is fixed by its margin LP; under "
+            "`--time-limit` a certified bracket. Every input and output norm but an ℓ2 output "
+            "with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 outputs. By default "
+            "the plan alone: the branch and bound after an unfinished plan (the policy's "
+            "`BAB_AFTER_SHARE` of the limit for the plan, the rest for it, the better bounds "
+            "kept) was measured and lost "
+            "([performance](performance.md#branch-and-bound-on-the-activations)). "
+            "`--no-bab` never runs it"
         ),
-        shown="off",
+        shown="the plan alone",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,

@@ -196,7 +196,7 @@ def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
 
 def _check_bab(config: SolveConfig, query: Query) -> None:
     """``bab=True`` answers exact questions, of the norms its leaves can value exactly."""
-    if not config.bab:
+    if config.bab is not True:
         return
     if not config.exact:
         raise LipschitzError("bab (the activation branch and bound) needs mode 'exact'")

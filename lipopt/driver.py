@@ -24,8 +24,8 @@ from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
-from lipopt.plan.nodes import ActivationBab
-from lipopt.plan.planner import uses_l2
+from lipopt.plan.nodes import ActivationBab, BabAfter
+from lipopt.plan.planner import uses_l2, with_bab_after
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
 from lipopt.query import Query
@@ -33,7 +33,7 @@ from lipopt.result import LipschitzResult
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.solvers.registry import available, is_auto
 from lipopt.status import Status
-from lipopt.strategies.activation_bab import run_activation_bab
+from lipopt.strategies.activation_bab import run_activation_bab, run_bab_after
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
 from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
@@ -51,6 +51,7 @@ STRATEGIES: dict[type, Strategy] = {
     DomainSplit: run_domain_split,
     Race: run_race,
     ActivationBab: run_activation_bab,
+    BabAfter: run_bab_after,
 }
 
 
@@ -95,6 +96,8 @@ class Driver:
         """Plan and run ``query`` under the checked ``config`` within ``budget``: the one path
         of every question and sub-question."""
         node = plan(query, config, here(ctx.policy, config, query), ctx.policy)
+        if budget.reserve:  # the question a user asked (a sub-question never gets it)
+            node = with_bab_after(node, query, config, ctx.policy)
         return self.run(node, query, budget.for_strategies(ctx.policy), ctx)
 
 

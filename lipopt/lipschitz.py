@@ -97,7 +97,7 @@ def lipschitz(
     gate_split: bool = False,
     split_leader: bool = True,
     products: bool = True,
-    bab: bool = False,
+    bab: bool | str = "auto",
     start_point: ArrayLike | None = None,
 ) -> LipschitzResult:
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
@@ -239,13 +239,17 @@ def lipschitz(
             False: the backward pass's objective. On the six ℓ1 unit boxes of
             benchmarks/speed.py with two hidden layers, one after the other, 48.0 s in all
             against 64.1 s (docs/performance.md).
-        bab: exact mode: answer by branch and bound on the activations
+        bab: True (exact mode): answer by branch and bound on the activations
             (:mod:`lipopt.search.activation_bab`) instead of the plan: unstable neurons split
             best bound first, each part bounded by the Jacobian-norm bound
-            (:mod:`lipopt.bounds.jacobian`), a part with one activation pattern closed by its
-            margin LP. False (the default): the plan above. On the timed-out cases of
-            benchmarks/results/activation_bab.md it proves smaller upper bounds than the plan,
-            and attains smaller lower ones on the random networks.
+            (:mod:`lipopt.bounds.jacobian`), a part of at most ``BAB_MIP_AT`` unstable neurons
+            handed to the MIP, a part of one activation pattern closed by its margin LP.
+            ``"auto"`` (the default): the plan alone; where the policy's ``BAB_AFTER_SHARE`` is
+            below 1 (it is 1: measured at 0.5, it lost), with a ``time_limit``, a fixed c, the
+            ℓ∞ or ℓ1 input norm and a box or ℓ∞/ℓ1 ball, the plan runs for that share of the
+            limit and, if unfinished, the branch and bound for the rest from the plan's best
+            point, keeping the better bounds of both (:mod:`lipopt.policy`). False: the plan
+            alone (benchmarks/results/activation_bab.md, bab_after.md).
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the

@@ -125,6 +125,18 @@ AUTO_L2_SOLVER = "scip"
 #: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
 BAB_MIP_AT = 16
 
+#: ``bab="auto"`` with a time limit (the user's question only): the plan runs for this share of
+#: the limit; if it has not finished, the activation branch and bound runs for the rest from the
+#: plan's best point, and the answer keeps the better bounds of both; 1.0: never (the plan
+#: alone). At 0.5, benchmarks/bab_after.py at 15 s (results/bab_after.md) gave the same exact
+#: answers on the three easy cases, but on the five stopped ones a larger upper bound on three
+#: ([10,20,20,1] seed 0: 15.9 against 12.6 for the plan alone) and a worse ratio on four (the
+#: digits CNN: 4.29 against 4.09): half the limit costs the plan more than the branch and bound
+#: gains in the other half. Not adopted: 1.0
+BAB_AFTER_SHARE = 1.0
+#: ... and only when at least this many seconds are left for it
+MIN_BAB_SECONDS = 2.0
+
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
 
@@ -258,6 +270,8 @@ class Policy:
     auto_race_solvers: dict[str, str]
     auto_l2_solver: str
     bab_mip_at: int
+    bab_after_share: float
+    min_bab_seconds: float
     min_solve_share: float
     min_race_seconds: float
     min_leader_split_seconds: float

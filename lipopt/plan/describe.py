@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lipopt.plan.nodes import ActivationBab, DomainSplit, Mip, Node, Race, RegionSearch
+from lipopt.plan.nodes import ActivationBab, BabAfter, DomainSplit, Mip, Node, Race, RegionSearch
 
 
 def describe(node: Node, indent: str = "") -> str:
@@ -23,6 +23,10 @@ def _lines(node: Node, indent: str) -> list[str]:
             lines += [f"{indent}  if unfinished:"]
             lines += _lines(node.fallback, indent + "    ")
         return lines
+    if isinstance(node, BabAfter):
+        lines = _lines(node.first, indent)
+        lines += [f"{indent}if unfinished at {node.share:.0%} of the time limit, for the rest:"]
+        return lines + _lines(node.bab, indent + "  ") + [f"{indent}  (better bounds of both)"]
     if isinstance(node, ActivationBab):
         mip_at = node.options.mip_at
         parts = f", the MIP on parts of <= {mip_at} unstable" if mip_at > 0 else ""

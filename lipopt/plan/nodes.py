@@ -143,4 +143,14 @@ class ActivationBab:
     options: ActivationBabOptions
 
 
-Node = Union[Mip, RegionSearch, DomainSplit, Race, ActivationBab]
+@dataclass(frozen=True)
+class BabAfter:
+    """``first`` for ``share`` of the time limit; if it has not finished, ``bab`` for the rest
+    from its best point, the better bounds of both kept (a meet)."""
+
+    first: Node
+    bab: ActivationBab
+    share: float
+
+
+Node = Union[Mip, RegionSearch, DomainSplit, Race, ActivationBab, BabAfter]

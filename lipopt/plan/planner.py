@@ -14,7 +14,9 @@ tested on its own. The decisions, in order:
    quadratic ``t <= ||g||_2^2``) where installed, else HiGHS (the chords' rounds); the same
    for the ℓ2 output norm, whose ball ``Σ w_i^2 <= 1`` only SCIP takes, and for an ℓ2-ball
    domain (SCIP: the ball as a quadratic row; HiGHS: its bounding box and tangent cuts).
-0. ``bab=True``: branch and bound on the activations alone (the user asked for it).
+0. ``bab=True``: branch and bound on the activations alone (the user asked for it); a user's
+   question under ``bab="auto"`` with a time limit: the plan, then the branch and bound
+   (:func:`with_bab_after`, applied by the driver to the question asked, not to sub-questions).
 5. ``formulation="auto"`` where it may race (exact mode, a fixed c, an input norm of
    ``auto_race_norms``) and two processes can run: probe, then race; else the backward MIP.
 """
@@ -23,11 +25,20 @@ from __future__ import annotations
 
 from lipopt.config import SolveConfig
 from lipopt.configure import regions_applicable
-from lipopt.domain import Box, L2Ball, LinfBall
+from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
-from lipopt.plan.nodes import ActivationBab, DomainSplit, Mip, Node, Race, Racer, RegionSearch
+from lipopt.plan.nodes import (
+    ActivationBab,
+    BabAfter,
+    DomainSplit,
+    Mip,
+    Node,
+    Race,
+    Racer,
+    RegionSearch,
+)
 from lipopt.policy import Policy
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOptions
@@ -38,11 +49,8 @@ from lipopt.solvers.registry import adapter_key, is_auto, resolve
 
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
-    if config.bab:  # the user's choice of strategy: nothing else runs
-        gap = config.gap if config.gap else ActivationBabOptions.gap
-        return ActivationBab(
-            ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at)
-        )
+    if config.bab is True:  # the user's choice of strategy: nothing else runs
+        return _bab(config, policy)
     config = _resolved(query, config, policy)
     if uses_l2(query) and is_auto(config.solver):
         config = config.but(solver=resolve(config.solver, facts.solvers, policy.auto_l2_solver))
@@ -65,6 +73,32 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
             return _race(config, facts, policy, probe=True)
         config = config.but(formulation=Formulation.BACKWARD)
     return _mip(query, config)
+
+
+def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
+    gap = config.gap if config.gap else ActivationBabOptions.gap
+    return ActivationBab(
+        ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at)
+    )
+
+
+def with_bab_after(node: Node, query: Query, config: SolveConfig, policy: Policy) -> Node:
+    """A user's question (not a sub-question) under ``bab="auto"``: where a time limit is given
+    and the branch and bound takes the question with its part MIPs (exact mode, a fixed c, the
+    ℓ∞ or ℓ1 input norm, a box or ℓ∞/ℓ1 ball), ``node`` first and the branch and bound after
+    it (:class:`BabAfter`); else ``node``."""
+    takes = (
+        config.bab == "auto"
+        and config.time_limit is not None
+        and config.exact
+        and query.fixed_c
+        and query.norm in (InputNorm.LINF, InputNorm.L1)
+        and isinstance(query.domain, (Box, LinfBall, L1Ball))
+        and policy.bab_after_share < 1.0
+    )
+    if not takes or isinstance(node, ActivationBab):
+        return node
+    return BabAfter(node, _bab(config, policy), policy.bab_after_share)
 
 
 def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:

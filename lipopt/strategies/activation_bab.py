@@ -11,13 +11,16 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from lipopt.bracket import Bracket
+import numpy as np
+
+from lipopt.bracket import FINISHED, Bracket, add_timings, meet
 from lipopt.heuristics.starts import attack_witness
-from lipopt.heuristics.witness import Witness
-from lipopt.plan.nodes import ActivationBab
+from lipopt.heuristics.witness import Witness, value_at
+from lipopt.plan.nodes import ActivationBab, BabAfter
 from lipopt.progress import counted
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab
+from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.strategies.bab_parts import part_solver, supports_parts
 from lipopt.strategies.context import Context
 
@@ -29,10 +32,64 @@ def run_activation_bab(
     node: ActivationBab, query: Query, limit: float | None, ctx: Context
 ) -> Bracket:
     """Answer ``query`` by branch and bound on the activations within ``limit`` seconds."""
+    return _searched(node, query, limit, ctx, None)
+
+
+def run_bab_after(node: BabAfter, query: Query, limit: float | None, ctx: Context) -> Bracket:
+    """``node.first`` within ``node.share`` of ``limit``; unless it finished (or too little time
+    is left), the branch and bound for the rest from its best point. Both brackets answer the
+    same question, so their meet is one: the smaller proven upper bound, the larger attained
+    lower bound."""
+    began = time.perf_counter()
+    assert limit is not None  # the planner makes this node only under a time limit
+    try:
+        first = ctx.runner.run(node.first, query, node.share * limit, ctx)
+    except (SolverFailure, NoBoundError) as err:
+        if err.bracket is None:
+            raise
+        first = err.bracket
+    left = limit - (time.perf_counter() - began)
+    if first.status in FINISHED or left < ctx.policy.min_bab_seconds:
+        return first
+    ctx.say(
+        f"unfinished at {node.share:.0%} of the time limit: the activation branch and bound "
+        f"for the {left:.1f} s left, from the value {first.lower or 0.0:.6g} attained"
+    )
+    start = _witness_of(first, query)
+    after = _searched(node.bab, query, left, ctx, start)
+    met = meet([first, after])
+    timings = add_timings(first.timings, after.timings)
+    note = (
+        f"the plan stopped at {node.share:.0%} of the time limit with [{_shown(first.lower)}, "
+        f"{first.upper:.6g}]; the activation branch and bound after it: [{_shown(after.lower)}, "
+        f"{after.upper:.6g}]; the better bounds of both kept"
+    )
+    message = f"{met.message}; {note}" if met.message else note
+    return replace(met, timings=timings, message=message, model=None)
+
+
+def _shown(value: float | None) -> str:
+    return "none" if value is None else f"{value:.6g}"
+
+
+def _witness_of(bracket: Bracket, query: Query) -> Witness | None:
+    """The bracket's witness as a start of the search (its value recomputed here)."""
+    if bracket.witness is None or bracket.lower is None:
+        return None
+    point = np.asarray(bracket.witness, dtype=np.float64)
+    value = value_at(query.network, point, query.seed, query.norm)
+    return Witness(point, value, bracket.exact_certified)
+
+
+def _searched(
+    node: ActivationBab, query: Query, limit: float | None, ctx: Context, start: Witness | None
+) -> Bracket:
+    """The search within ``limit``, from ``start`` or else from the attack's point."""
     ctx.say("activation branch and bound: Jacobian bounds on each part...")
     began = time.perf_counter()
     deadline = None if limit is None else began + limit
-    start = _start(node, query, limit, ctx)
+    if start is None:
+        start = _start(node, query, limit, ctx)
     attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     if node.options.mip_at > 0 and supports_parts(query):

@@ -5,6 +5,7 @@ and the refusals."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -75,5 +76,68 @@ def test_the_plan_names_it_and_the_refusals_are_one_line():
     assert describe(node).startswith("activation branch and bound")
     with pytest.raises(lipopt.LipschitzError, match="needs mode 'exact'"):
         lipopt.lipschitz(net, box, bab=True, mode="lp")
-    with pytest.raises(lipopt.LipschitzError, match="must be True or False"):
+    with pytest.raises(lipopt.LipschitzError, match="must be True, False or 'auto'"):
         lipopt.lipschitz(net, box, bab="yes")
+
+
+def _question(norm="linf", c=(1.0,), domain=None, **config):
+    from lipopt.config import SolveConfig
+    from lipopt.query import Query
+
+    net = random_network(np.random.default_rng(1), [2, 6, 1])
+    domain = domain or lipopt.Box(np.zeros(2), np.ones(2))
+    seed = np.asarray(c) if c is not None else lipopt.OutputNorm.ABS
+    query = Query(net, domain, lipopt.InputNorm(norm), seed)
+    return query, SolveConfig(**config)
+
+
+@pytest.mark.parametrize(
+    "question, wrapped",
+    [
+        (dict(time_limit=10.0), True),
+        (dict(time_limit=10.0, norm="l1"), True),
+        (dict(time_limit=10.0, domain=lipopt.L1Ball(np.full(2, 0.5), 0.2)), True),
+        (dict(), False),  # no time limit: the plan finishes
+        (dict(time_limit=10.0, bab=False), False),
+        (dict(time_limit=10.0, norm="l2"), False),
+        (dict(time_limit=10.0, c=None), False),  # an output norm
+        (dict(time_limit=10.0, mode=lipopt.config.Mode.LP), False),
+        (dict(time_limit=10.0, domain=lipopt.L2Ball(np.full(2, 0.5), 0.2)), False),
+    ],
+)
+def test_bab_after_the_plan_only_where_it_takes_the_question(question, wrapped):
+    from lipopt.plan.nodes import BabAfter, Mip
+    from lipopt.plan.planner import with_bab_after
+    from lipopt.policy import Policy
+
+    query, config = _question(**question)
+    from lipopt.formulation.build import Formulation
+
+    backward = config.but(formulation=Formulation.BACKWARD)
+    placeholder = Mip(backward, "highs", False, False, False, None, False)
+    assert with_bab_after(placeholder, query, config, Policy.current()) is placeholder  # 1.0
+    policy = replace(Policy.current(), bab_after_share=0.5)  # as measured in bab_after.md
+    node = with_bab_after(placeholder, query, config, policy)
+    assert isinstance(node, BabAfter) is wrapped
+    if wrapped:
+        assert node.first is placeholder and "then" not in describe(node)
+        assert "if unfinished at 50% of the time limit" in describe(node)
+
+
+def test_bab_after_an_unfinished_plan_keeps_a_sound_bracket(monkeypatch):
+    """[10,20,20,1] on the unit box does not finish in 2 s: the plan stops at half the limit,
+    the branch and bound runs for the rest, and the meet is sound (10,000 samples never exceed
+    the upper bound; the lower bound is attained at the witness)."""
+    monkeypatch.setattr(lipopt.policy, "BAB_AFTER_SHARE", 0.5)
+    rng = np.random.default_rng(0)
+    net = random_network(rng, [10, 20, 20, 1])
+    box = lipopt.Box(np.zeros(10), np.ones(10))
+    result = lipopt.lipschitz(net, box, time_limit=5.0)
+    assert result.status in ("time_limit", "optimal")
+    if result.status == "time_limit":
+        assert "the better bounds of both kept" in result.message
+    points = rng.uniform(0.0, 1.0, size=(10_000, 10))
+    sampled = np.abs(net.gradients(points, np.ones(1))).sum(axis=1).max()
+    assert sampled <= result.upper * (1 + 1e-9)
+    at_witness = np.abs(net.gradients(np.asarray(result.witness)[None, :], np.ones(1))).sum()
+    assert at_witness == pytest.approx(result.lower, rel=1e-9)
