@@ -125,6 +125,21 @@ AUTO_L2_SOLVER = "scip"
 #: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
 BAB_MIP_AT = 16
 
+#: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
+#: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
+#: (every kink of the first layer through one point: a degenerate network, few regions for its
+#: size and a weak MIP relaxation where the hyperplanes meet), the region search answers alone,
+#: without the domain split. [3,24,24,1] with zero biases and integer weights in [-3, 3] over
+#: [-1, 1]^3, seeds 0-3, 30 s (benchmarks/results/degenerate_regions.md): the defaults (domain
+#: split, MIP parts) stopped open at 30 s every time (ratios 3.5-7.0, e.g. [360, 2536]); the
+#: region search was exact in 7.2, 3.7, 6.0 and 5.5 s (397, 1017, 416, 555); bab=True and
+#: split=False stayed open too (seed 0, on a loaded machine: [397, 939] and [397, 933])
+AUTO_REGIONS_ZERO_BIAS_SHARE = 1.0
+
+#: no-good-cut re-solves of one part's MIP in the activation branch and bound (a part whose
+#: optimum is still lower-dimensional after them keeps its proven bound, unclosed)
+BAB_PART_REFINEMENTS = 20
+
 #: ``bab="auto"`` with a time limit (the user's question only): the plan runs for this share of
 #: the limit; if it has not finished, the activation branch and bound runs for the rest from the
 #: plan's best point, and the answer keeps the better bounds of both; 1.0: never (the plan
@@ -270,6 +285,8 @@ class Policy:
     auto_race_solvers: dict[str, str]
     auto_l2_solver: str
     bab_mip_at: int
+    auto_regions_zero_bias_share: float
+    bab_part_refinements: int
     bab_after_share: float
     min_bab_seconds: float
     min_solve_share: float

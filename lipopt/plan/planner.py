@@ -3,7 +3,10 @@
 Pure: no solver runs, nothing is built, so every combination of flags and machine facts can be
 tested on its own. The decisions, in order:
 
-1. ``split="auto"``: split the domain of boxes of at most ``auto_split_max_dim`` inputs;
+1. ``split="auto"``: split the domain of boxes of at most ``auto_split_max_dim`` inputs, except
+   for a degenerate network there (hidden biases exactly 0: ``auto_regions_zero_bias_share``),
+   which the region search answers alone (where it applies and ``regions="auto"``; in so few
+   dimensions the regions are few);
    ``decompose="auto"``: decompose the ℓ1 objective from ``auto_decompose_min_dim`` inputs
    (never for the forward model); ``regions="auto"`` is off where the domain is split.
 2. The region search where asked (``True``), or tried first (``"auto"``: exact mode, a fixed
@@ -22,6 +25,8 @@ tested on its own. The decisions, in order:
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from lipopt.config import SolveConfig
 from lipopt.configure import regions_applicable
@@ -104,6 +109,10 @@ def with_bab_after(node: Node, query: Query, config: SolveConfig, policy: Policy
 def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
     """``split``, ``decompose`` and ``regions`` with their ``"auto"`` decided."""
     split, decompose, regions = config.split, config.decompose, config.regions
+    low_dim = query.network.input_dim <= policy.auto_split_max_dim
+    if split == regions == "auto" and low_dim and degenerate(query, policy):
+        if regions_applicable(config, query):  # the region search alone: a weak MIP here
+            split, regions = False, True
     if split == "auto":
         split = query.network.input_dim <= policy.auto_split_max_dim
     if decompose == "auto":
@@ -113,6 +122,14 @@ def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
     if regions == "auto" and split:
         regions = False  # low dimension: domain splitting already isolates the regions
     return config.but(split=split, decompose=decompose, regions=regions)
+
+
+def degenerate(query: Query, policy: Policy) -> bool:
+    """At least ``auto_regions_zero_bias_share`` of the hidden neurons have a bias of exactly 0."""
+    biases = [affine.bias for affine in query.network.affine_layers[:-1]]
+    hidden = sum(len(b) for b in biases)
+    zeros = sum(int(np.count_nonzero(b == 0.0)) for b in biases)
+    return hidden > 0 and zeros >= policy.auto_regions_zero_bias_share * hidden
 
 
 def region_options(config: SolveConfig, query: Query, policy: Policy) -> RegionOptions | None:

@@ -93,7 +93,9 @@ def _searched(
     attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     if node.options.mip_at > 0 and supports_parts(query):
-        solve_part = part_solver(query, deadline)
+        solve_part = part_solver(
+            query, deadline, refinements=ctx.policy.bab_part_refinements
+        )
     found = activation_bab(
         query.network, query.domain, query.seed, query.norm,
         options=node.options, deadline=deadline, start=start, solve_part=solve_part,

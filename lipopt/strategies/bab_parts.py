@@ -58,10 +58,6 @@ from lipopt.verify import is_differentiable_at
 
 pe = lazy_module("pyomo.environ")
 
-#: no-good-cut refinements of one part's MIP (each a re-solve)
-MAX_REFINEMENTS = 20
-
-
 def supports_parts(query: Query) -> bool:
     """The part MIP is built for a fixed c, a polyhedral input norm and a polyhedral domain."""
     return (
@@ -71,10 +67,13 @@ def supports_parts(query: Query) -> bool:
     )
 
 
-def part_solver(query: Query, deadline: float | None, solver: str = "highs") -> SolvePart:
+def part_solver(
+    query: Query, deadline: float | None, solver: str = "highs", refinements: int = 20
+) -> SolvePart:
     """``solve_part`` for :func:`~lipopt.search.activation_bab.activation_bab`: a node's MIP
     under the cutoff ``objective >= lower`` (the search's best attained value), within the time
-    left to ``deadline``; None where the solver proved nothing."""
+    left to ``deadline``, with at most ``refinements`` no-good-cut re-solves; None where the
+    solver proved nothing."""
     root = split_bounds(query.network, query.domain, query.seed, {})
     adapter = get(solver)
 
@@ -82,7 +81,7 @@ def part_solver(query: Query, deadline: float | None, solver: str = "highs") -> 
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0.0:
             return None
-        return _solve(query, root, adapter, node, (lower, left))
+        return _solve(query, root, adapter, node, (lower, left), refinements)
 
     return solve_part
 
@@ -93,6 +92,7 @@ def _solve(
     adapter: object,
     node: BabNode,
     lower_left: tuple[float, float | None],
+    refinements: int,
 ) -> PartAnswer | None:
     """One part's MIP (see :func:`part_solver`)."""
     lower, left = lower_left
@@ -103,7 +103,7 @@ def _solve(
     options = SolveOptions(time_limit=left, threads=1)
     problem = ModelProblem(
         query, lip, node.bounds, adapter, options,
-        None if left is None else time.perf_counter() + left, MAX_REFINEMENTS, None,
+        None if left is None else time.perf_counter() + left, refinements, None,
         np.random.default_rng(0), lambda _: None, None,
     )  # fmt: skip
     try:
