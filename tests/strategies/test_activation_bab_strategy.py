@@ -1,6 +1,6 @@
 """``bab=True``: the activation branch and bound answers instead of the plan (issue 45). Its
-answers against the brute-force oracle, its brackets when stopped, the command line, the plan
-and the refusals."""
+brackets when stopped (its exact answers: tests/strategies/test_bab_parts.py), the command
+line, the plan and the refusals."""
 
 from __future__ import annotations
 
@@ -14,31 +14,7 @@ import lipopt
 from lipopt.cli import main
 from lipopt.plan import describe
 from tests import oracle
-from tests.helpers import box_or_ball, random_network, save_onnx
-
-CASES = [
-    ([3, 10, 10, 1], "box", "linf"),
-    ([3, 8, 8, 2], "linf_ball", "linf"),
-    ([4, 8, 6, 2], "box", "l1"),
-    ([2, 10, 10, 1], "linf_ball", "l1"),
-]
-
-
-@pytest.mark.parametrize("widths, kind, norm", CASES)
-def test_bab_is_exact_against_the_oracle(widths, kind, norm):
-    rng = np.random.default_rng(sum(widths))
-    net = random_network(rng, widths)
-    c = rng.normal(size=widths[-1])
-    domain = box_or_ball(kind, widths[0])
-    result = lipopt.lipschitz(net, domain, norm=norm, c=c, bab=True)
-    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c=c, input_norm=norm)
-    assert result.status == "optimal", result.message
-    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
-    assert result.exact_certified and result.model_stats["bab_nodes"] >= 1
-    grad = net.gradients(np.asarray(result.witness)[None, :], c)[0]
-    assert float(np.abs(grad).sum() if norm == "linf" else np.abs(grad).max()) == pytest.approx(
-        result.lower, rel=1e-9
-    )
+from tests.helpers import random_network, save_onnx
 
 
 def test_a_stopped_bab_brackets_the_constant():

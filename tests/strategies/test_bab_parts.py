@@ -1,6 +1,7 @@
 """The MIP on a part of the activation branch and bound (lipopt.strategies.bab_parts): exact
-answers with it on, a part's witness inside its sub-domain and its upper bound above every
-sampled value there, brackets when stopped."""
+answers of ``bab=True`` with it on (at the policy's threshold and a lowered one), a part's
+witness inside its sub-domain and its upper bound above every sampled value there, brackets
+when stopped."""
 
 from __future__ import annotations
 
@@ -18,18 +19,24 @@ from lipopt.strategies.bab_parts import part_solver
 from tests import oracle
 from tests.helpers import box_or_ball, random_network
 
-#: (widths, domain kind, input norm, rng seed): ten small networks
+#: (widths, domain kind, input norm, rng seed, hand-off threshold): ten small networks with the
+#: hand-off lowered to 4 unstable neurons, so that parts are split first and then handed to the
+#: MIP, and four at the policy's own threshold (None)
 CASES = [
-    ([3, 10, 10, 1], "box", "linf", 0),
-    ([3, 10, 10, 1], "linf_ball", "l1", 1),
-    ([4, 8, 8, 2], "box", "l1", 2),
-    ([2, 12, 12, 1], "linf_ball", "linf", 3),
-    ([3, 8, 8, 8, 1], "box", "linf", 4),
-    ([4, 10, 6, 2], "linf_ball", "linf", 5),
-    ([2, 16, 1], "box", "l1", 6),
-    ([3, 12, 12, 2], "box", "linf", 7),
-    ([5, 8, 8, 1], "linf_ball", "l1", 8),
-    ([3, 9, 9, 1], "box", "l1", 9),
+    ([3, 10, 10, 1], "box", "linf", 100, 4),
+    ([3, 10, 10, 1], "linf_ball", "l1", 101, 4),
+    ([4, 8, 8, 2], "box", "l1", 102, 4),
+    ([2, 12, 12, 1], "linf_ball", "linf", 103, 4),
+    ([3, 8, 8, 8, 1], "box", "linf", 104, 4),
+    ([4, 10, 6, 2], "linf_ball", "linf", 105, 4),
+    ([2, 16, 1], "box", "l1", 106, 4),
+    ([3, 12, 12, 2], "box", "linf", 107, 4),
+    ([5, 8, 8, 1], "linf_ball", "l1", 108, 4),
+    ([3, 9, 9, 1], "box", "l1", 109, 4),
+    ([3, 10, 10, 1], "box", "linf", 24, None),
+    ([3, 8, 8, 2], "linf_ball", "linf", 21, None),
+    ([4, 8, 6, 2], "box", "l1", 20, None),
+    ([2, 10, 10, 1], "linf_ball", "l1", 23, None),
 ]
 
 
@@ -37,11 +44,11 @@ def _value(net, points, c, norm):
     return np.asarray(dual_norm(net.gradients(np.atleast_2d(points), c), norm))
 
 
-@pytest.mark.parametrize("widths, kind, norm, seed", CASES)
-def test_bab_with_part_mips_is_exact(widths, kind, norm, seed, monkeypatch):
-    # a low threshold, so that parts are split first and then handed to the MIP
-    monkeypatch.setattr(lipopt.policy, "BAB_MIP_AT", 4)
-    rng = np.random.default_rng(100 + seed)
+@pytest.mark.parametrize("widths, kind, norm, seed, mip_at", CASES)
+def test_bab_is_exact_against_the_oracle(widths, kind, norm, seed, mip_at, monkeypatch):
+    if mip_at is not None:
+        monkeypatch.setattr(lipopt.policy, "BAB_MIP_AT", mip_at)
+    rng = np.random.default_rng(seed)
     net = random_network(rng, widths)
     c = rng.normal(size=widths[-1])
     domain = box_or_ball(kind, widths[0])
@@ -49,7 +56,7 @@ def test_bab_with_part_mips_is_exact(widths, kind, norm, seed, monkeypatch):
     truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), c=c, input_norm=norm)
     assert result.status == "optimal", result.message
     assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
-    assert result.exact_certified
+    assert result.exact_certified and result.model_stats["bab_nodes"] >= 1
     witness = np.asarray(result.witness)
     assert domain.contains(witness)
     assert _value(net, witness, c, norm)[0] == pytest.approx(result.lower, rel=1e-9)
