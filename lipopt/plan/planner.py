@@ -30,7 +30,7 @@ import numpy as np
 
 from lipopt.config import SolveConfig
 from lipopt.configure import regions_applicable
-from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
+from lipopt.domain import Box, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
@@ -47,6 +47,7 @@ from lipopt.plan.nodes import (
 from lipopt.policy import Policy
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOptions
+from lipopt.search.activation_rules import supports_parts
 from lipopt.search.regions import RegionOptions
 from lipopt.search.split import SplitOptions
 from lipopt.solvers.registry import adapter_key, is_auto, resolve
@@ -96,9 +97,7 @@ def with_bab_after(node: Node, query: Query, config: SolveConfig, policy: Policy
         config.bab == "auto"
         and config.time_limit is not None
         and config.exact
-        and query.fixed_c
-        and query.norm in (InputNorm.LINF, InputNorm.L1)
-        and isinstance(query.domain, (Box, LinfBall, L1Ball))
+        and supports_parts(query)
         and policy.bab_after_share < 1.0
     )
     if not takes or isinstance(node, ActivationBab):

@@ -22,6 +22,7 @@ from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
 from lipopt.network import Affine, Network
 from lipopt.norms import MAX_SIGN_INPUTS, InputNorm, OutputNorm, dual_norm, operator_value
+from lipopt.query import Query
 
 FloatArray = NDArray[np.float64]
 Splits = Mapping[Neuron, bool]
@@ -46,6 +47,16 @@ def check_supported(network: Network, domain: Domain, seed: Seed, norm: InputNor
             )
     elif seed.vertices(m) is None and not (norm is InputNorm.L1 and seed is OutputNorm.L1):
         raise ValueError(f"activation branch and bound: output norm {seed.value} on {m} outputs")
+
+
+def supports_parts(query: Query) -> bool:
+    """Whether the MIP on a part (:mod:`lipopt.strategies.bab_parts`) is built for the query:
+    a fixed c, the ℓ∞ or ℓ1 input norm, a box or an ℓ∞/ℓ1 ball."""
+    return (
+        query.fixed_c
+        and query.norm in (InputNorm.LINF, InputNorm.L1)
+        and isinstance(query.domain, (Box, LinfBall, L1Ball))
+    )
 
 
 def pattern_value(
@@ -108,4 +119,7 @@ def linear_part(
     return Network.from_affines([*affines, Affine(np.zeros((1, width)), np.zeros(1))]), pattern
 
 
-__all__ = ["BRANCHING", "branch_neuron", "check_supported", "linear_part", "pattern_value"]
+__all__ = [
+    "BRANCHING", "branch_neuron", "check_supported", "linear_part", "pattern_value",
+    "supports_parts",
+]  # fmt: skip

@@ -20,8 +20,9 @@ from lipopt.plan.nodes import ActivationBab, BabAfter
 from lipopt.progress import counted
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab
+from lipopt.search.activation_rules import supports_parts
 from lipopt.solvers import NoBoundError, SolverFailure
-from lipopt.strategies.bab_parts import part_solver, supports_parts
+from lipopt.strategies.bab_parts import part_solver
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
@@ -93,9 +94,7 @@ def _searched(
     attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     if node.options.mip_at > 0 and supports_parts(query):
-        solve_part = part_solver(
-            query, deadline, refinements=ctx.policy.bab_part_refinements
-        )
+        solve_part = part_solver(query, deadline, refinements=ctx.policy.bab_part_refinements)
     found = activation_bab(
         query.network, query.domain, query.seed, query.norm,
         options=node.options, deadline=deadline, start=start, solve_part=solve_part,

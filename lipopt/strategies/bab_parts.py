@@ -42,14 +42,12 @@ import numpy as np
 
 from lipopt.bounds.constrained import split_bounds
 from lipopt.bounds.interval import NetworkBounds, NeuronState
-from lipopt.domain import Box, L1Ball, LinfBall
 from lipopt.formulation import LipschitzModel, build
 from lipopt.formulation.objective import set_cutoff
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.heuristics.witness import Witness, below, value_at
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm
 from lipopt.query import Query
 from lipopt.search.activation_bab import BabNode, PartAnswer, SolvePart
 from lipopt.solvers import SolveOptions, SolverError, get
@@ -57,14 +55,6 @@ from lipopt.strategies.refine import ModelProblem, solve_refined
 from lipopt.verify import is_differentiable_at
 
 pe = lazy_module("pyomo.environ")
-
-def supports_parts(query: Query) -> bool:
-    """The part MIP is built for a fixed c, a polyhedral input norm and a polyhedral domain."""
-    return (
-        not isinstance(query.seed, OutputNorm)
-        and query.norm in (InputNorm.LINF, InputNorm.L1)
-        and isinstance(query.domain, (Box, LinfBall, L1Ball))
-    )
 
 
 def part_solver(
@@ -175,4 +165,4 @@ def checked_witness(query: Query, node: BabNode, found: Witness | None) -> Witne
     return Witness(point, value, True)
 
 
-__all__ = ["add_sign_rows", "checked_witness", "part_solver", "sign_rows", "supports_parts"]
+__all__ = ["add_sign_rows", "checked_witness", "part_solver", "sign_rows"]
