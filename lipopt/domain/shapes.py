@@ -1,15 +1,9 @@
-"""Input domains: boxes and norm balls, with validation, membership, sampling and parsing.
-
-Every domain is a bounded set with nonempty interior (the Lipschitz constant is taken over its
-interior). Each one exposes its bounding box, which seeds interval bound propagation.
-"""
+"""Boxes and norm balls: validation, membership, sampling, bounding boxes."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar, Union
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -192,92 +186,11 @@ class L2Ball(_Ball):
         return f"l2 ball of radius {self.radius:g} in R^{self.dim}"
 
 
-Domain = Union[Box, LinfBall, L1Ball, L2Ball]
-
 #: the ball of each ``--ball`` kind
 BALLS: dict[str, type[LinfBall | L1Ball | L2Ball]] = {"linf": LinfBall, "l1": L1Ball, "l2": L2Ball}
 
 
-def check_dimension(domain: Domain, input_dim: int) -> None:
+def check_dimension(domain: Any, input_dim: int) -> None:
     """Raise :class:`DomainError` unless the domain lives in the network's input space."""
     if domain.dim != input_dim:
         raise DomainError(f"the domain has {domain.dim} inputs but the network takes {input_dim}")
-
-
-# ---------------------------------------------------------------------------- parsing
-def load_vector(text: str, what: str) -> FloatArray:
-    """A vector from a comma list (``-0.5,0.2``) or a file (.npy, .json, .txt, .csv)."""
-    path = Path(text)
-    if path.suffix.lower() in {".npy", ".json", ".txt", ".csv"}:
-        if not path.is_file():
-            raise DomainError(f"{what}: file not found: {text}")
-        try:
-            if path.suffix.lower() == ".npy":
-                data: object = np.load(path, allow_pickle=False)
-            elif path.suffix.lower() == ".json":
-                data = json.loads(path.read_text())
-            else:
-                data = np.loadtxt(path, delimiter="," if path.suffix.lower() == ".csv" else None)
-        except (OSError, ValueError) as exc:
-            raise DomainError(f"{what}: cannot read {text}: {exc}") from None
-        return _vector(data, what)  # type: ignore[arg-type]
-    try:
-        values = [float(part) for part in text.split(",") if part.strip() != ""]
-    except ValueError:
-        raise DomainError(
-            f"{what} must be comma-separated numbers or a .npy/.json/.txt file, got {text!r}"
-        ) from None
-    return _vector(values, what)
-
-
-def _broadcast(vec: FloatArray, dim: int, what: str) -> FloatArray:
-    if vec.size == 1:
-        return np.full(dim, float(vec[0]))
-    if vec.size != dim:
-        raise DomainError(f"{what} has {vec.size} entries but the network takes {dim} inputs")
-    return vec
-
-
-def parse_box(text: str, dim: int) -> Box:
-    """``LO,HI`` for every input, or a file: JSON ``{"lower": [...], "upper": [...]}``
-    or a ``.npy`` array of shape (2, d)."""
-    path = Path(text)
-    suffix = path.suffix.lower()
-    if suffix in {".json", ".npy"}:
-        if not path.is_file():
-            raise DomainError(f"--box: file not found: {text}")
-        try:
-            if suffix == ".json":
-                data = json.loads(path.read_text())
-                if not isinstance(data, dict) or not {"lower", "upper"} <= set(data):
-                    raise DomainError(f'--box: {text} must hold {{"lower": [...], "upper": [...]}}')
-                lower, upper = data["lower"], data["upper"]
-            else:
-                arr = np.load(path, allow_pickle=False)
-                if arr.ndim != 2 or arr.shape[0] != 2:
-                    raise DomainError(
-                        f"--box: {text} must hold an array of shape (2, d), got {arr.shape}"
-                    )
-                lower, upper = arr[0], arr[1]
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, DomainError):
-                raise
-            raise DomainError(f"--box: cannot read {text}: {exc}") from None
-        lo = _broadcast(_vector(lower, "box lower bound"), dim, "box lower bound")
-        hi = _broadcast(_vector(upper, "box upper bound"), dim, "box upper bound")
-        return Box(lo, hi)
-    vec = load_vector(text, "--box")
-    if vec.size != 2:
-        raise DomainError(
-            f"--box takes LO,HI (two numbers) or a .json/.npy file, got {vec.size} numbers"
-        )
-    return Box(np.full(dim, vec[0]), np.full(dim, vec[1]))
-
-
-def parse_ball(center_text: str, radius: float, kind: str, dim: int) -> LinfBall | L1Ball | L2Ball:
-    """A ball of the given kind (``linf``, ``l1`` or ``l2``) from ``--center`` and
-    ``--radius``."""
-    center = _broadcast(load_vector(center_text, "--center"), dim, "--center")
-    if kind not in BALLS:
-        raise DomainError(f"--ball must be one of {sorted(BALLS)}, got {kind!r}")
-    return BALLS[kind](center, radius)
