@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from lipopt.balance import balanced
 from lipopt.config import DECLARED, Mode, SolveConfig
-from lipopt.domain import Box, Domain, LinfBall, check_dimension
+from lipopt.domain import Box, Domain, LinfBall, Polytope, check_dimension
 from lipopt.formulation.build import Formulation
 from lipopt.network import Network
 from lipopt.norms import POLYHEDRAL, InputNorm, OutputNorm
@@ -176,8 +176,9 @@ def _check_l2_output(config: SolveConfig, query: Query) -> None:
 
 
 def regions_applicable(config: SolveConfig, query: Query) -> bool:
-    """The region search answers exact questions of a fixed c over boxes and ℓ∞ balls."""
-    return config.exact and query.fixed_c and isinstance(query.domain, (Box, LinfBall))
+    """The region search answers exact questions of a fixed c over boxes, ℓ∞ balls and
+    polytopes."""
+    return config.exact and query.fixed_c and isinstance(query.domain, (Box, LinfBall, Polytope))
 
 
 def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
@@ -189,8 +190,8 @@ def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
         )
     if not regions_applicable(config, query):
         raise LipschitzError(
-            "the region search needs mode 'exact', a fixed c (not an output norm) and a box "
-            "or l-inf ball domain"
+            "the region search needs mode 'exact', a fixed c (not an output norm) and a box, "
+            "l-inf ball or polytope domain"
         )
 
 

@@ -24,7 +24,7 @@ from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
-from lipopt.plan.nodes import ActivationBab, BabAfter
+from lipopt.plan.nodes import ActivationBab, BabAfter, UnionParts
 from lipopt.plan.planner import uses_l2, with_bab_after
 from lipopt.policy import Policy
 from lipopt.progress import Say, silent
@@ -40,6 +40,7 @@ from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
 from lipopt.strategies.mip import run_mip
 from lipopt.strategies.race import run_race
 from lipopt.strategies.region_search import run_regions
+from lipopt.strategies.union_parts import run_union_parts
 from lipopt.verify import is_inside_a_region
 
 Strategy = Callable[[Any, Query, "float | None", Context], Bracket]
@@ -52,6 +53,7 @@ STRATEGIES: dict[type, Strategy] = {
     Race: run_race,
     ActivationBab: run_activation_bab,
     BabAfter: run_bab_after,
+    UnionParts: run_union_parts,
 }
 
 

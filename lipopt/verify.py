@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.domain import Box, Domain, L1Ball, L2Ball
+from lipopt.domain import Box, Domain, Intersection, L1Ball, L2Ball, ball_part, cut_rows
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
@@ -99,12 +99,15 @@ def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
     ``[-1, 1]^d`` for a box or ℓ∞ ball (per-coordinate half widths), the unit ℓ1 or ℓ2 ball for
     an ℓ1 or ℓ2 ball. The margin LP works in ``u``, so its margin and its solver's tolerances
     are relative to the domain's size: a region 1e-12 wide in a domain 1e-6 wide is as clear as
-    one 1e-6 wide in the unit box. (Full-dimensionality is the same in both frames.)"""
+    one 1e-6 wide in the unit box. (Full-dimensionality is the same in both frames.) A polytope
+    takes its bounding box's frame, a ball ∩ a polytope its ball's; their rows are added by
+    :func:`_add_cut_rows`."""
     lower, upper = domain.bounding_box()
     d = len(lower)
-    if isinstance(domain, (L1Ball, L2Ball)):
-        center = np.asarray(domain.center, dtype=np.float64)
-        return center, np.full(d, float(domain.radius)), type(domain)(np.zeros(d), 1.0)
+    ball = ball_part(domain)
+    if ball is not None:
+        center = np.asarray(ball.center, dtype=np.float64)
+        return center, np.full(d, float(ball.radius)), type(ball)(np.zeros(d), 1.0)
     return (lower + upper) / 2.0, (upper - lower) / 2.0, Box(-np.ones(d), np.ones(d))
 
 
@@ -148,6 +151,33 @@ def _pattern_rows(
             found.rhs.append(sign[i] * d_vec[i] / norms[i])
             found.neurons.append((k, i))
     return found
+
+
+def _add_cut_rows(
+    found: _PatternRows, domain: Domain, frame: tuple[FloatArray, FloatArray], n_vars: int
+) -> None:
+    """After the neuron rows, a polytope's rows ``a·x <= b`` in the unit frame with the margin:
+    ``(a ∘ s)·u / ||a ∘ s|| + t <= (b - a·c) / ||a ∘ s||``; for a ball ∩ a polytope also the
+    polytope's box bounds that cut into the ball's box. They are not neurons (``neurons`` stays
+    shorter than ``rows``)."""
+    rows = cut_rows(domain)
+    a, b = rows if rows is not None else (np.zeros((0, len(frame[0]))), np.zeros(0))
+    if isinstance(domain, Intersection):
+        d = domain.dim
+        ball_low, ball_high = domain.ball.bounding_box()
+        low, high = domain.polytope.lower, domain.polytope.upper
+        eye = np.eye(d)
+        a = np.vstack([a, eye[high < ball_high], -eye[low > ball_low]])
+        b = np.concatenate([b, high[high < ball_high], -low[low > ball_low]])
+    shift, scale = frame
+    d = len(shift)
+    for a_k, b_k in zip(a * scale, b - a @ shift):
+        norm = float(np.linalg.norm(a_k))
+        row = np.zeros(n_vars)
+        row[:d] = a_k / norm
+        row[d] = 1.0
+        found.rows.append(row)
+        found.rhs.append(float(b_k) / norm)
 
 
 def _domain_rows(
@@ -198,11 +228,12 @@ def check_region(
     undecided where it does not finish within ``time_limit`` seconds (on 2000 inputs and 2000
     neurons the dense LP took 120 s). The ℓ2 ball by :func:`_ball_margin`."""
     d = network.input_dim
-    n_vars = d + 1 + (d if isinstance(domain, L1Ball) else 0)  # u, t, dev
+    n_vars = d + 1 + (d if isinstance(ball_part(domain), L1Ball) else 0)  # u, t, dev
     shift, scale, unit = _unit_frame(domain)
     found = _pattern_rows(network, pattern, n_vars, (shift, scale))
     if found.empty_at is not None:
         return RegionCheck(Dimension.LOWER, -np.inf, None, (found.empty_at,))
+    _add_cut_rows(found, domain, (shift, scale), n_vars)
     if time_limit is not None and time_limit <= 0:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
     deadline = None if time_limit is None else time.perf_counter() + time_limit

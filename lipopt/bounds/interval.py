@@ -21,7 +21,8 @@ from typing import Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lipopt.domain import Domain, L1Ball, L2Ball
+from lipopt.bounds.cut_range import affine_range
+from lipopt.domain import Domain, Intersection, L1Ball, L2Ball, Polytope
 from lipopt.network import Affine, Network
 from lipopt.norms import OutputNorm
 
@@ -113,7 +114,11 @@ def _affine_interval(
 
 def first_layer_bounds(affine: Affine, domain: Domain) -> tuple[FloatArray, FloatArray]:
     """Exact range of ``W x + b`` over the domain (box: |W| r; a ball: ρ times the dual norm
-    of each row, ``||w_i||_∞`` for the ℓ1 ball, ``||w_i||_2`` for the ℓ2 ball)."""
+    of each row, ``||w_i||_∞`` for the ℓ1 ball, ``||w_i||_2`` for the ℓ2 ball; a polytope, or
+    an ℓ1 ball ∩ one: LPs with a dual certificate, lipopt.bounds.cut_range; an ℓ2 ball ∩ a
+    polytope: the LP range over the polytope met with the ball's)."""
+    if isinstance(domain, (Polytope, Intersection)):
+        return affine_range(affine.matrix, affine.bias, domain)
     if isinstance(domain, (L1Ball, L2Ball)):
         mid = affine.matrix @ domain.center + affine.bias
         spread = domain.radius * affine.row_norms(domain.dual_order)

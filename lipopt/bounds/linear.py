@@ -78,7 +78,17 @@ from lipopt.bounds.interval import (
     seed_bounds,
 )
 from lipopt.bounds.relaxation import _relax_upper, relu_relaxation, switch_relaxation
-from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
+from lipopt.domain import (
+    Box,
+    Disjunction,
+    Domain,
+    Intersection,
+    L1Ball,
+    L2Ball,
+    LinfBall,
+    Polytope,
+    ball_part,
+)
 from lipopt.network import Network, is_sparse, row_norms
 from lipopt.norms import OutputNorm
 
@@ -113,13 +123,28 @@ def _ball_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatAr
     return mid - spread, mid + spread, abs(coeffs) @ np.abs(domain.center) + spread
 
 
-#: exact range of ``Λ x`` (row by row) over each kind of domain, and the magnitude of its terms
+def _cut_range(coeffs: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """A ball ∩ a polytope: the ball's range met with the range over the set's bounding box
+    (both hold on the set; neither is exact). A polytope alone: its bounding box's."""
+    low, high, size = _box_range(coeffs, domain)
+    ball = ball_part(domain)
+    if ball is None:
+        return low, high, size
+    ball_low, ball_high, ball_size = _ball_range(coeffs, ball)
+    return np.maximum(low, ball_low), np.minimum(high, ball_high), np.maximum(size, ball_size)
+
+
+#: range of ``Λ x`` (row by row) over each kind of domain (exact on boxes and balls), and the
+#: magnitude of its terms
 RangeRule = Callable[[FloatArray, Domain], tuple[FloatArray, FloatArray, FloatArray]]
 DOMAIN_RANGES: dict[type, RangeRule] = {
     Box: _box_range,
     LinfBall: _box_range,
     L1Ball: _ball_range,
     L2Ball: _ball_range,
+    Polytope: _cut_range,
+    Intersection: _cut_range,
+    Disjunction: _box_range,  # a union: its bounding box holds it
 }
 
 

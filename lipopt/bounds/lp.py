@@ -8,7 +8,8 @@ layers before it:
 
 where ``R_k`` is: ``x`` in the domain (the box as variable bounds; the ℓ1 ball lifted with
 ``t >= ±(x - x0)``, ``Σ t <= ρ``; the ℓ2 ball as its bounding box, a polyhedron containing it,
-so sound, while the first layer's ranges stay the exact ones over the ball), and for each earlier
+so sound, while the first layer's ranges stay the exact ones over the ball; a polytope's rows
+``A x <= b`` as rows), and for each earlier
 neuron with ``z = W h_prev + b`` and (already tightened) bounds ``[l, u]``: ``h = z`` if active,
 ``h = 0`` if inactive, and the triangle ``h >= 0, h >= z, h <= u (z - l) / (u - l)`` if unstable.
 ``R_k`` contains every reachable ``(x, h)``, so its LP range contains the true range of ``z_k[i]``;
@@ -47,7 +48,7 @@ from lipopt.bounds.interval import (
     interval_bounds,
 )
 from lipopt.bounds.linear import backward_linear, forward_linear, intersect, linear_layer
-from lipopt.domain import Domain, L1Ball
+from lipopt.domain import Domain, L1Ball, ball_part, cut_rows
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
@@ -78,15 +79,21 @@ class _Relaxation:
         self.col_hi = np.zeros(0)
         lower, upper = domain.bounding_box()
         self.inputs = self.add_columns(lower, upper)
-        if isinstance(domain, L1Ball):  # t_j >= |x_j - x0_j|,  Σ t_j <= ρ
-            d = domain.dim
-            dev = self.add_columns(np.zeros(d), np.full(d, domain.radius))
+        ball = ball_part(domain)
+        if isinstance(ball, L1Ball):  # t_j >= |x_j - x0_j|,  Σ t_j <= ρ
+            d = ball.dim
+            dev = self.add_columns(np.zeros(d), np.full(d, ball.radius))
             eye = np.eye(d)
-            self.add_rows(self.inputs, -eye, dev, eye, -domain.center, np.full(d, np.inf))
-            self.add_rows(self.inputs, eye, dev, eye, domain.center, np.full(d, np.inf))
+            self.add_rows(self.inputs, -eye, dev, eye, -ball.center, np.full(d, np.inf))
+            self.add_rows(self.inputs, eye, dev, eye, ball.center, np.full(d, np.inf))
             total = np.zeros((1, self.n_cols))
             total[0, dev] = 1.0
-            self._append(total, np.array([-np.inf]), np.array([domain.radius]))
+            self._append(total, np.array([-np.inf]), np.array([ball.radius]))
+        rows = cut_rows(domain)
+        if rows is not None:  # a polytope's rows A x <= b
+            cut = np.zeros((rows[0].shape[0], self.n_cols))
+            cut[:, self.inputs] = rows[0]
+            self._append(cut, np.full(cut.shape[0], -np.inf), rows[1])
 
     @property
     def n_cols(self) -> int:

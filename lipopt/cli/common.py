@@ -13,7 +13,15 @@ from typing import Any
 
 from lipopt import config
 from lipopt.cli.solvers import solver_help
-from lipopt.domain import Domain, DomainError, parse_ball, parse_box
+from lipopt.domain import (
+    Domain,
+    DomainError,
+    intersect,
+    parse_ball,
+    parse_box,
+    parse_clip,
+    parse_polytope,
+)
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.options import Group, Kind, Option, declarations
@@ -45,6 +53,15 @@ def _add_problem_arguments(
         choices=InputNorm.choices(),
         help="ball type for --center/--radius (default: linf)",
     )
+    cut = parser.add_argument_group("cut the domain (either may be added to the above)")
+    cut.add_argument(
+        "--polytope",
+        metavar="FILE",
+        help='linear rows A x <= b inside a box: .json {"A": [[...]], "b": [...], '
+        '"lower": [...], "upper": [...]} or .npz with those keys; alone it is the domain, '
+        "with --box or a ball it cuts it",
+    )
+    add_clip_argument(cut)
     prob = parser.add_argument_group("problem")
     prob.add_argument(
         "--norm",
@@ -149,9 +166,31 @@ ADDERS: dict[Kind, Callable[[Any, str, Option, Any], None]] = {
 }
 
 
+def add_clip_argument(group: Any) -> None:
+    """``--clip LO,HI``: the valid range of every input, cutting the domain."""
+    group.add_argument(
+        "--clip",
+        metavar="LO,HI",
+        help="the valid range of every input (e.g. 0,1 for pixels): the domain becomes its "
+        "intersection with [LO, HI]^d",
+    )
+
+
 def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
-    """The domain the options describe; exactly one of --box or --center/--radius."""
+    """The domain the options describe: --box, --center/--radius or --polytope alone, then cut
+    by --polytope and --clip where given (:func:`lipopt.domain.intersect`)."""
     d = network.input_dim
+    polytope = getattr(args, "polytope", None)
+    clip = getattr(args, "clip", None)
+    cut = parse_polytope(polytope, d) if polytope is not None else None
+    bounds = parse_clip(clip) if clip is not None else None
+    if cut is not None and args.box is None and args.center is None and args.radius is None:
+        return intersect(cut, bounds)
+    return intersect(_base_domain(args, d), bounds, cut)
+
+
+def _base_domain(args: argparse.Namespace, d: int) -> Domain:
+    """The box or ball of --box or --center/--radius (exactly one)."""
     if args.box is not None and (args.center is not None or args.radius is not None):
         raise DomainError("give either --box or --center/--radius, not both")
     if args.box is not None:
@@ -159,7 +198,9 @@ def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
             raise DomainError("--ball goes with --center/--radius, not with --box")
         return parse_box(args.box, d)
     if args.center is None and args.radius is None:
-        raise DomainError("no domain given: use --box LO,HI or --center X --radius R")
+        raise DomainError(
+            "no domain given: use --box LO,HI, --center X --radius R or --polytope FILE"
+        )
     if args.center is None or args.radius is None:
         raise DomainError("a ball needs both --center and --radius")
     return parse_ball(args.center, args.radius, args.ball or "linf", d)

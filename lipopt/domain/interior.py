@@ -245,3 +245,18 @@ def hit_and_run(domain: Any, n: int, rng: np.random.Generator) -> FloatArray:
         if kept >= 0 and kept % thin == 0:
             out[kept // thin] = x
     return out
+
+
+def pull_inside(domain: Any, points: FloatArray) -> FloatArray:
+    """Each point (rows) clipped to the bounding box, then, if still outside, moved along the
+    segment to the interior point until it is inside (a map into the set, not the Euclidean
+    projection: the attack only needs its iterates kept inside)."""
+    low, high = domain.bounding_box()
+    arr = np.clip(np.atleast_2d(np.asarray(points, dtype=np.float64)), low, high)
+    start = np.asarray(domain.interior_point, dtype=np.float64)
+    for i, x in enumerate(arr):
+        if domain.contains(x, tol=0.0):
+            continue
+        _, reach = _chord(domain, start, x - start)
+        arr[i] = start + min(1.0, reach) * (1.0 - 1e-12) * (x - start)
+    return arr if np.ndim(points) > 1 else arr[0]

@@ -221,8 +221,8 @@ def intersect(
     if np.any(low >= high):
         j = int(np.flatnonzero(low >= high)[0])
         raise DomainError(
-            f"the input set is empty or flat: coordinate {j} is left with "
-            f"[{low[j]:g}, {high[j]:g}] after --clip and the polytope's box"
+            f"the input set is empty or flat: intersected with --clip and any polytope's box, "
+            f"coordinate {j} is left with [{low[j]:g}, {high[j]:g}]"
         )
     kept = [r for r in rows if r is not None]
     a = np.vstack([r[0] for r in kept]) if kept else np.zeros((0, low.size))

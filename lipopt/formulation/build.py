@@ -11,7 +11,7 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
-from lipopt.domain import Domain, L2Ball
+from lipopt.domain import Domain, L2Ball, ball_part
 from lipopt.formulation.backward import add_backward
 from lipopt.formulation.forward import add_ball_row, add_forward, add_input
 from lipopt.formulation.l2 import (
@@ -151,8 +151,9 @@ def build(
         )
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
-    if isinstance(domain, L2Ball) and spec.ball_row and not relax:
-        add_ball_row(model, domain)
+    ball = ball_part(domain)
+    if isinstance(ball, L2Ball) and spec.ball_row and not relax:
+        add_ball_row(model, ball)
     activations = add_forward(model, network, bounds, x, relax)
     if form is Formulation.FORWARD:
         if tangent is None:

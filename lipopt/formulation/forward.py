@@ -10,13 +10,12 @@ For a hidden neuron with pre-activation ``z ∈ [l, u]``:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
-from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
+from lipopt.domain import Domain, L1Ball, L2Ball, ball_part, cut_rows
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
@@ -33,19 +32,11 @@ def _box_input(model: pe.ConcreteModel, lower: np.ndarray, upper: np.ndarray) ->
     return [model.x[j] for j in range(d)]
 
 
-def _add_box(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
-    lower, upper = domain.bounding_box()
-    return _box_input(model, lower, upper)
-
-
-def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
+def _add_l1_rows(model: pe.ConcreteModel, ball: L1Ball) -> None:
     """``||x - x0||_1 <= ρ`` lifted: ``dev_j >= ±(x_j - x0_j)``, ``Σ dev_j <= ρ``."""
-    assert isinstance(domain, L1Ball)
-    lower, upper = domain.bounding_box()
-    x = _box_input(model, lower, upper)
-    d = domain.dim
-    centre = domain.center
-    model.x_dev = pe.Var(range(d), bounds=(0.0, domain.radius))
+    d = ball.dim
+    centre = ball.center
+    model.x_dev = pe.Var(range(d), bounds=(0.0, ball.radius))
     model.x_dev_pos = pe.Constraint(
         range(d), rule=lambda m, j: m.x_dev[j] >= m.x[j] - float(centre[j])
     )
@@ -53,22 +44,33 @@ def _add_l1_ball(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
         range(d), rule=lambda m, j: m.x_dev[j] >= float(centre[j]) - m.x[j]
     )
     model.x_in_ball = pe.Constraint(
-        expr=pe.quicksum(model.x_dev[j] for j in range(d)) <= domain.radius
+        expr=pe.quicksum(model.x_dev[j] for j in range(d)) <= ball.radius
     )
-    return x
 
 
-INPUT_ENCODERS: dict[type, Callable[[pe.ConcreteModel, Domain], list[Term]]] = {
-    Box: _add_box,
-    LinfBall: _add_box,
-    L1Ball: _add_l1_ball,
-    L2Ball: _add_box,  # the ball itself: add_ball_row, or add_tangent_cut while solving
-}
+def _add_cut_rows(model: pe.ConcreteModel, a: np.ndarray, b: np.ndarray) -> None:
+    """The polytope's rows ``Σ_j a_kj x_j <= b_k`` (zero coefficients left out)."""
+    model.x_cut = pe.Constraint(
+        range(a.shape[0]),
+        rule=lambda m, k: pe.quicksum(
+            float(a[k, j]) * m.x[j] for j in np.flatnonzero(a[k])
+        ) <= float(b[k]),
+    )  # fmt: skip
 
 
 def add_input(model: pe.ConcreteModel, domain: Domain) -> list[Term]:
-    """Input variables ``x`` constrained to the domain (the ℓ2 ball: its bounding box)."""
-    return INPUT_ENCODERS[type(domain)](model, domain)
+    """Input variables ``x`` constrained to the domain: its bounding box as the variables'
+    bounds, the ℓ1 ball's lifted rows, a polytope's rows (the ℓ2 ball itself: add_ball_row, or
+    add_tangent_cut while solving)."""
+    lower, upper = domain.bounding_box()
+    x = _box_input(model, lower, upper)
+    ball = ball_part(domain)
+    if isinstance(ball, L1Ball):
+        _add_l1_rows(model, ball)
+    rows = cut_rows(domain)
+    if rows is not None:
+        _add_cut_rows(model, *rows)
+    return x
 
 
 def add_ball_row(model: pe.ConcreteModel, domain: L2Ball) -> None:
@@ -92,18 +94,19 @@ def add_tangent_cut(model: pe.ConcreteModel, domain: Domain, point: np.ndarray) 
     ``n = (point - c)/||point - c||_2``: the tangent plane at the ball's point nearest
     ``point``, valid on the ball (``n·(x - c) <= ||x - c||_2``), which cuts ``point`` off.
     False where nothing was added."""
-    if not isinstance(domain, L2Ball) or model.component("x_in_ball") is not None:
+    ball = ball_part(domain)
+    if not isinstance(ball, L2Ball) or model.component("x_in_ball") is not None:
         return False
-    offset = np.asarray(point, dtype=np.float64) - domain.center
+    offset = np.asarray(point, dtype=np.float64) - ball.center
     length = float(np.linalg.norm(offset))
-    if length <= domain.radius * (1.0 + BALL_TOLERANCE):
+    if length <= ball.radius * (1.0 + BALL_TOLERANCE):
         return False
     if model.component("ball_cuts") is None:
         model.ball_cuts = pe.ConstraintList()
     normal = offset / length
     model.ball_cuts.add(
-        pe.quicksum(float(normal[j]) * (model.x[j] - float(domain.center[j]))
-                    for j in range(domain.dim) if normal[j] != 0.0) <= domain.radius
+        pe.quicksum(float(normal[j]) * (model.x[j] - float(ball.center[j]))
+                    for j in range(ball.dim) if normal[j] != 0.0) <= ball.radius
     )  # fmt: skip
     return True
 

@@ -34,7 +34,8 @@ import time
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lipopt.domain import Domain, L1Ball, L2Ball
+from lipopt.domain import Domain, Intersection, L1Ball, L2Ball, Polytope
+from lipopt.domain.interior import pull_inside
 from lipopt.heuristics.target import FloatArray, Problem, as_rng, problem
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -68,8 +69,11 @@ def project_l1_ball(v: ArrayLike, radius: float) -> FloatArray:
 
 
 def project(domain: Domain, x: ArrayLike) -> FloatArray:
-    """Euclidean projection of points (rows) onto the domain."""
+    """Euclidean projection of points (rows) onto the domain (a polytope, or a ball ∩ one: the
+    map of :func:`lipopt.domain.interior.pull_inside`)."""
     arr = np.asarray(x, dtype=np.float64)
+    if isinstance(domain, (Polytope, Intersection)):  # a map into the set, not the projection
+        return pull_inside(domain, arr)
     if isinstance(domain, L1Ball):
         return domain.center + project_l1_ball(arr - domain.center, domain.radius)
     if isinstance(domain, L2Ball):

@@ -153,4 +153,12 @@ class BabAfter:
     share: float
 
 
-Node = Union[Mip, RegionSearch, DomainSplit, Race, ActivationBab, BabAfter]
+@dataclass(frozen=True)
+class UnionParts:
+    """A union of input sets: each part planned and answered as a sub-question under
+    ``config``, the maximum kept (:mod:`lipopt.strategies.union_parts`)."""
+
+    config: SolveConfig
+
+
+Node = Union[Mip, RegionSearch, DomainSplit, Race, ActivationBab, BabAfter, UnionParts]

@@ -30,7 +30,7 @@ import numpy as np
 
 from lipopt.config import SolveConfig
 from lipopt.configure import regions_applicable
-from lipopt.domain import Box, L2Ball, LinfBall
+from lipopt.domain import Box, Disjunction, L2Ball, LinfBall
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
@@ -43,6 +43,7 @@ from lipopt.plan.nodes import (
     Race,
     Racer,
     RegionSearch,
+    UnionParts,
 )
 from lipopt.policy import Policy
 from lipopt.query import Query
@@ -55,6 +56,8 @@ from lipopt.solvers.registry import adapter_key, is_auto, resolve
 
 def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Node:
     """The plan that answers ``query`` under ``config`` on a machine with ``facts``."""
+    if isinstance(query.domain, Disjunction):  # each part planned on its own
+        return UnionParts(config)
     if config.bab is True:  # the user's choice of strategy: nothing else runs
         return _bab(config, policy)
     config = _resolved(query, config, policy)

@@ -152,7 +152,8 @@ def start_witness(
     (:func:`best_witness`)."""
     rng = np.random.default_rng(options.rng_seed)
     lower, upper = domain.bounding_box()
-    candidates = [(lower + upper) / 2.0]
+    inside = getattr(domain, "interior_point", None)  # a polytope's centre may lie outside it
+    candidates = [(lower + upper) / 2.0 if inside is None else inside]
     if isinstance(seed, OutputNorm):
         points = domain.sample(64, rng)
         values = [value_at(network, p, seed, norm) for p in points]

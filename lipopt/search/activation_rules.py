@@ -19,7 +19,16 @@ from numpy.typing import NDArray
 
 from lipopt.bounds.constrained import Neuron
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
-from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
+from lipopt.domain import (
+    Box,
+    Domain,
+    Intersection,
+    L1Ball,
+    L2Ball,
+    LinfBall,
+    Polytope,
+    ball_part,
+)
 from lipopt.network import Affine, Network
 from lipopt.norms import MAX_SIGN_INPUTS, InputNorm, OutputNorm, dual_norm, operator_value
 from lipopt.query import Query
@@ -34,7 +43,7 @@ BRANCHING = ("score", "layer")
 
 def check_supported(network: Network, domain: Domain, seed: Seed, norm: InputNorm) -> None:
     """Refuse, in one line, a domain or an output norm whose leaf value is not exact here."""
-    if not isinstance(domain, (Box, LinfBall, L1Ball, L2Ball)):
+    if not isinstance(domain, (Box, LinfBall, L1Ball, L2Ball, Polytope, Intersection)):
         raise ValueError(f"activation branch and bound: unsupported domain {type(domain).__name__}")
     if not isinstance(seed, OutputNorm):
         return
@@ -51,11 +60,15 @@ def check_supported(network: Network, domain: Domain, seed: Seed, norm: InputNor
 
 def supports_parts(query: Query) -> bool:
     """Whether the MIP on a part (:mod:`lipopt.strategies.bab_parts`) is built for the query:
-    a fixed c, the ℓ∞ or ℓ1 input norm, a box or an ℓ∞/ℓ1 ball."""
+    a fixed c, the ℓ∞ or ℓ1 input norm, a box, an ℓ∞/ℓ1 ball or a polytope (∩ an ℓ1 ball)."""
     return (
         query.fixed_c
         and query.norm in (InputNorm.LINF, InputNorm.L1)
-        and isinstance(query.domain, (Box, LinfBall, L1Ball))
+        and isinstance(query.domain, (Box, LinfBall, L1Ball, Polytope))
+        or isinstance(ball_part(query.domain), L1Ball)
+        and isinstance(query.domain, Intersection)
+        and query.fixed_c
+        and query.norm in (InputNorm.LINF, InputNorm.L1)
     )
 
 

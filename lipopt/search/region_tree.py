@@ -3,9 +3,9 @@ pattern, and the bounds and moves of one search.
 
 A node fixes the signs of some neurons; with layers ``1 .. k-1`` fixed, ``z_k = A_k x + b_k`` on
 its region, so fixing neuron ``i`` of layer ``k`` adds the row ``±(a_i x + b_i) >= e ||a_i||``
-to the LP ``max e`` over the box (``0 <= e <= 1``): the pattern's region has an interior point
-iff ``e* > 0``. A node's bound on ``||g||_{α*}`` over every completion of its pattern is the
-interval backward pass with its neuron states (times ``1 + PRUNE_SLACK``).
+to the LP ``max e`` over the box (and a polytope's rows; ``0 <= e <= 1``): the pattern's region
+has an interior point iff ``e* > 0``. A node's bound on ``||g||_{α*}`` over every completion of
+its pattern is the interval backward pass with its neuron states (times ``1 + PRUNE_SLACK``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from lipopt.bounds.interval import (
     classify,
 )
 from lipopt.bounds.linear import input_gradient_linear, relu_relaxation
+from lipopt.domain import Box, Polytope, cut_rows
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
 
@@ -56,9 +57,13 @@ class Node:
 class FeasibilityLP:
     """``max e`` over the polytope of a partial pattern, rows added and removed DFS-style."""
 
-    def __init__(self, lower: FloatArray, upper: FloatArray) -> None:
+    def __init__(self, domain: Box | Polytope) -> None:
+        """The box as the variables' bounds; a polytope's rows ``a·x <= b`` kept below the
+        pattern's rows (without the margin: a point of the polytope with a ball of radius
+        ``e > 0`` inside the region has points of the polytope's interior in that ball)."""
         import highspy
 
+        lower, upper = domain.bounding_box()
         self.dim = len(lower)
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
@@ -68,13 +73,20 @@ class FeasibilityLP:
         self.highs.changeColCost(self.dim, -1.0)  # HiGHS minimises: min -e
         self.rows = 0
         self.index = np.arange(self.dim + 1, dtype=np.int32)
+        rows = cut_rows(domain)
+        self.base = 0 if rows is None else rows[0].shape[0]
+        for a, b in zip(*rows) if rows is not None else ():
+            self.highs.addRow(
+                -highspy.kHighsInf, float(b), self.dim + 1, self.index, np.append(a, 0.0)
+            )
         self.solves = 0
         self.infinity = highspy.kHighsInf
         self.status = highspy.HighsModelStatus
 
     def truncate(self, depth: int) -> None:
         if self.rows > depth:
-            self.highs.deleteRows(self.rows - depth, np.arange(depth, self.rows, dtype=np.int32))
+            gone = np.arange(self.base + depth, self.base + self.rows, dtype=np.int32)
+            self.highs.deleteRows(self.rows - depth, gone)
             self.rows = depth
 
     def push(self, a: FloatArray, b: float) -> None:
@@ -114,15 +126,16 @@ class SearchState:
     def __init__(
         self,
         network: Network,
-        lower: FloatArray,
-        upper: FloatArray,
+        domain: Box | Polytope,
         c: FloatArray,
         norm: InputNorm,
         bounds: NetworkBounds,
     ) -> None:
         self.network = network
+        self.domain = domain
         self.affines = network.affine_layers
         self.hidden = len(self.affines) - 1
+        lower, upper = domain.bounding_box()
         self.box = (np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64))
         self.c = np.asarray(c, dtype=np.float64)
         self.norm = norm
@@ -256,13 +269,23 @@ class SearchState:
             matrix = nxt.weight @ (active[:, None] * matrix)
         return True
 
+    def _inside_domain(self, point: FloatArray, margin: float) -> FloatArray:
+        """A polytope's LP point may sit on a row up to the LP's tolerance: moved towards the
+        polytope's interior point by at most half the region's margin (so its pattern stays)."""
+        inside = getattr(self.domain, "interior_point", None)
+        if inside is None or self.domain.contains(point, tol=0.0):
+            return point
+        gap = float(np.linalg.norm(inside - point))
+        share = min(0.5, 0.5 * margin / gap) if gap > 0 else 0.0
+        return point + share * (inside - point)
+
     def leaf(self, node: Node) -> None:
         """A complete pattern: verify its interior point in numpy and record the value."""
         self.regions += 1
         matrix, _ = node.affine  # the output Jacobian
         value = float(dual_norm(matrix.T @ self.c, self.norm))
-        point = np.clip(node.point, self.box[0], self.box[1])
-        if self.strictly_inside(point, node.states):
+        point = self._inside_domain(np.clip(node.point, self.box[0], self.box[1]), node.margin)
+        if self.domain.contains(point, tol=0.0) and self.strictly_inside(point, node.states):
             attained = float(dual_norm(self.network.gradients(point, self.c), self.norm))
             if attained > self.best:
                 self.best, self.best_point = attained, point

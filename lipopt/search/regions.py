@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
+from lipopt.domain import Box, Polytope
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.progress import counted
@@ -124,7 +125,7 @@ class _Walk:
         progress: Callable[[str], None] | None,
     ) -> None:
         self.search = search
-        self.lp = FeasibilityLP(search.box[0], search.box[1])
+        self.lp = FeasibilityLP(search.domain)
         self.options = options
         self.start = start
         self.deadline = None if options.time_limit is None else start + options.time_limit
@@ -252,23 +253,23 @@ class _Walk:
 
 def search_regions(
     network: Network,
-    box_lower: FloatArray,
-    box_upper: FloatArray,
+    domain: Box | Polytope,
     c: FloatArray,
     norm: InputNorm | str,
     bounds: NetworkBounds,
     options: RegionOptions | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RegionSearch:
-    """Search the linear regions of ``c^T f`` on the box for the largest gradient dual norm.
+    """Search the linear regions of ``c^T f`` on a box or polytope for the largest gradient
+    dual norm.
 
-    ``bounds`` must be sound pre-activation bounds on the box (any :mod:`lipopt.bounds`
+    ``bounds`` must be sound pre-activation bounds on the domain (any :mod:`lipopt.bounds`
     method); the result is exact when ``complete`` and a certified bracket otherwise.
     ``progress`` is called every ``PROGRESS_SECONDS`` with the nodes, regions and best value.
     """
     start = time.perf_counter()
     options = options or RegionOptions()
-    search = SearchState(network, box_lower, box_upper, c, InputNorm.parse(norm), bounds)
+    search = SearchState(network, domain, c, InputNorm.parse(norm), bounds)
     walk = _Walk(search, options, start, progress)
     walk.run(search.root(bounds.states))
     upper = max(search.best, search.unverified, walk.open_bound)

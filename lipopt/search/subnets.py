@@ -154,9 +154,7 @@ class _Refiner:
             projected_limit=SEARCH_PROJECTED_LIMIT,
         )
         try:
-            found = search_regions(
-                prefix, self.box.lower, self.box.upper, c, self.norm, prefix_bounds, options
-            )
+            found = search_regions(prefix, self.box, c, self.norm, prefix_bounds, options)
         except RuntimeError:  # an LP it could not decide: the sub-MIP answers instead
             found = None
         self.stats["searches"] += 1

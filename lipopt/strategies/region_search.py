@@ -12,7 +12,7 @@ import numpy as np
 
 from lipopt.bounds import propagate
 from lipopt.bracket import Bracket, add_timings, closed
-from lipopt.domain import Box
+from lipopt.domain import LinfBall
 from lipopt.plan.nodes import RegionSearch
 from lipopt.progress import Say, counted
 from lipopt.query import Query
@@ -33,7 +33,8 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     the backward probe after it only delayed the race; the backward racer still runs the
     search first, so a search that would finish still answers."""
     domain, say, policy = query.domain, ctx.say, ctx.policy
-    box = domain if isinstance(domain, Box) else domain.as_box()  # type: ignore[union-attr]
+    # a box, an l-inf ball's box, or a polytope (its rows enter the search's LPs)
+    box = domain.as_box() if isinstance(domain, LinfBall) else domain
     c = np.asarray(query.seed, dtype=np.float64)
     start = time.perf_counter()
     net_bounds = propagate(query.network, box, c, method=node.bounds)
@@ -56,9 +57,7 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     options = _limits(node, left, few_unstable=bool(hidden) and not looks_hard, ctx=ctx)
     say(f"{node.bounds} bounds: {unstable} unstable neurons; searching regions...")
     try:
-        found = search_regions(
-            query.network, box.lower, box.upper, c, query.norm, net_bounds, options, progress=say
-        )
+        found = search_regions(query.network, box, c, query.norm, net_bounds, options, progress=say)
     except RuntimeError as err:  # the LP solver could not decide a node
         raise SolverError(f"region search: {err}") from err
     _report(found, say)

@@ -33,7 +33,7 @@ def test_a_late_search_gives_up_at_the_first_check_and_an_unhurried_one_finishes
     runs = {}
     for factor in (None, 1e-9):
         options = RegionOptions(time_limit=600.0, late_factor=factor)
-        runs[factor] = search_regions(net, box.lower, box.upper, c, "linf", bounds, options)
+        runs[factor] = search_regions(net, box, c, "linf", bounds, options)
     assert runs[None].complete and runs[None].nodes > 1000
     assert not runs[1e-9].complete and runs[1e-9].nodes < 1000
     assert runs[1e-9].upper >= runs[None].upper * (1 - 1e-9)  # still a sound bound

@@ -102,7 +102,7 @@ def test_stopped_search_brackets_the_constant(case, limit):
     box = domain if isinstance(domain, Box) else domain.as_box()
     cvec = np.ones(1) if c is None else np.asarray(c)
     found = search_regions(
-        net, box.lower, box.upper, cvec, norm, propagate(net, box, cvec, "linear"),
+        net, box, cvec, norm, propagate(net, box, cvec, "linear"),
         RegionOptions(node_limit=limit),
     )  # fmt: skip
     assert found.upper >= truth * (1 - 1e-9)
@@ -121,12 +121,10 @@ def test_a_complete_search_closed_the_whole_pattern_tree(case):
     box = domain if isinstance(domain, Box) else domain.as_box()
     cvec = np.ones(1) if c is None else np.asarray(c)
     bounds = propagate(net, box, cvec, "linear")
-    found = search_regions(net, box.lower, box.upper, cvec, norm, bounds)
+    found = search_regions(net, box, cvec, norm, bounds)
     assert found.complete
     assert found.explored == pytest.approx(1.0, rel=1e-12)
-    stopped = search_regions(
-        net, box.lower, box.upper, cvec, norm, bounds, RegionOptions(node_limit=2)
-    )
+    stopped = search_regions(net, box, cvec, norm, bounds, RegionOptions(node_limit=2))
     assert stopped.complete or stopped.explored < 1.0
 
 
@@ -138,7 +136,7 @@ def test_search_projected_past_its_limit_gives_up_with_a_sound_bracket():
 
     def search(projected_limit):
         options = RegionOptions(projected_limit=projected_limit)
-        return search_regions(net, box.lower, box.upper, c, "l1", bounds, options)
+        return search_regions(net, box, c, "l1", bounds, options)
 
     full = search(None)
     assert full.complete and full.nodes > 2 * regions_module.PROJECTION_START
