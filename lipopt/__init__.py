@@ -7,7 +7,17 @@
 """
 
 from lipopt.certify import CertifyResult, certify
-from lipopt.domain import Box, DomainError, L1Ball, L2Ball, LinfBall
+from lipopt.domain import (
+    Box,
+    Disjunction,
+    DomainError,
+    Intersection,
+    L1Ball,
+    L2Ball,
+    LinfBall,
+    Polytope,
+    intersect,
+)
 from lipopt.io.onnx import OnnxImportError, load_onnx
 from lipopt.io.torch import from_torch
 from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
@@ -21,8 +31,10 @@ __all__ = [
     "Affine",
     "Box",
     "CertifyResult",
+    "Disjunction",
     "DomainError",
     "InputNorm",
+    "Intersection",
     "L1Ball",
     "L2Ball",
     "LinfBall",
@@ -32,11 +44,13 @@ __all__ = [
     "NetworkError",
     "OutputNorm",
     "OnnxImportError",
+    "Polytope",
     "ReLU",
     "SolverError",
     "build_model",
     "certify",
     "from_torch",
+    "intersect",
     "lipschitz",
     "load_onnx",
 ]

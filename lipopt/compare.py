@@ -278,6 +278,8 @@ def format_table(results: Sequence[Result]) -> str:
             notes.append(f"{result.name}: not run: {result.reason}")
             continue
         err = relative_error(result.value, exact)
+        if "domain" in result.detail:  # an upper bound taken over a superset of the domain
+            notes.append(f"{result.name}: over {result.detail['domain']}")
         rows.append(
             (
                 result.name,
@@ -340,5 +342,7 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
             entry["status"] = result.detail["status"]
         if "correction" in result.detail:  # shor, hr2, lipopt3/4: re-proven, not the solver's
             entry["proof_correction"] = float(result.detail["correction"])
+        if "domain" in result.detail:
+            entry["domain"] = result.detail["domain"]
         entries.append(entry)
     return {"methods": entries, "exact": exact}

@@ -104,8 +104,11 @@ def lipschitz(
 
     Args:
         network: the ReLU network.
-        domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall`, :class:`~lipopt.L1Ball` or
-            :class:`~lipopt.L2Ball`.
+        domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall`, :class:`~lipopt.L1Ball`,
+            :class:`~lipopt.L2Ball`, :class:`~lipopt.Polytope` (a box cut by rows
+            ``A x <= b``), an :class:`~lipopt.Intersection` (an ℓ1 or ℓ2 ball ∩ a polytope;
+            :func:`~lipopt.intersect` builds any combination, e.g. a ball ∩ ``[0, 1]^d``) or a
+            :class:`~lipopt.Disjunction` (a union: the maximum over its parts).
         norm: input norm ``"linf"`` (the constant is ``max ||∇||_1``), ``"l1"`` (``max ||∇||_∞``)
             or ``"l2"`` (``max ||∇||_2``).
         c: output weighting; optional for one-output networks.

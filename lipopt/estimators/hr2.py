@@ -62,7 +62,7 @@ from lipopt.estimators.relaxation_parts import (
     unstable,
     z_range,
 )  # fmt: skip
-from lipopt.estimators.semialgebraic import SDP_NORMS, Layered, hidden_layers
+from lipopt.estimators.semialgebraic import SDP_NORMS, Layered, box_note, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -182,4 +182,4 @@ def estimate(
         net = hidden_layers(prob, "HR-2", 2, bounds)
         facts = solve_proven(layered_relaxation(net, level), solver, options)
     value = facts.pop("value")
-    return Estimate(NAME, value, KIND, elapsed[0], {**facts, "level": level})
+    return Estimate(NAME, value, KIND, elapsed[0], {**facts, "level": level, **box_note(net)})

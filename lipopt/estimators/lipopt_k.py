@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, EstimatorFailed, FloatArray, Kind, problem, stopwatch
 from lipopt.estimators.moments import Poly, add, const, mul, scale, var
-from lipopt.estimators.semialgebraic import LINF_ONLY, Layered, hidden_layers
+from lipopt.estimators.semialgebraic import LINF_ONLY, Layered, box_note, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -153,7 +153,7 @@ def estimate_k(
         poly, groups = objective(net, fixed)
         value, extra, count = solve(poly, groups, k) if poly else (0.0, 0.0, 0)
     detail = {"k": k, "local": local, "products": count, "correction": extra,
-              "method": f"LiPopt-{k} (Latorre et al. 2020)"}  # fmt: skip
+              "method": f"LiPopt-{k} (Latorre et al. 2020)", **box_note(net)}  # fmt: skip
     return Estimate(f"lipopt{k}", value, KIND, elapsed[0], detail)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lipopt.bounds import propagate
-from lipopt.domain import Box, LinfBall
+from lipopt.domain import Box, LinfBall, Polytope
 from lipopt.estimators.base import EstimatorOutOfScope, FloatArray, Problem
 from lipopt.estimators.relaxation_parts import BALL_ROWS
 from lipopt.norms import InputNorm
@@ -49,6 +49,9 @@ class Layered:
     box: tuple[FloatArray, FloatArray]
     z_bounds: tuple[tuple[FloatArray, FloatArray], ...]
     norm: InputNorm = InputNorm.LINF
+    #: the domain was a polytope: the relaxation runs over its bounding box (a superset, so the
+    #: bound still holds for the polytope, but ignores its rows)
+    cut_to_box: bool = False
 
     @property
     def depth(self) -> int:
@@ -68,12 +71,22 @@ def hidden_layers(prob: Problem, method: str, most: int, bounds: str = "linear")
             f"{method} is built for {built}; this network has {depth} "
             "(deeper networks are not built yet)"
         )
+    cut = isinstance(domain, Polytope)
+    if cut:  # a superset: the bound holds, the rows are not used
+        domain = Box(*domain.bounding_box())
     if not isinstance(domain, (Box, LinfBall)):
-        raise EstimatorOutOfScope(f"{method} needs a box or an linf ball")
+        raise EstimatorOutOfScope(f"{method} needs a box, an linf ball or a polytope")
     box: Any = domain.as_box() if isinstance(domain, LinfBall) else domain
     *hidden, last = network.affine_layers
     found = propagate(network, domain, prob.c, method=bounds)
     return Layered(
         tuple(a.weight for a in hidden), tuple(a.bias for a in hidden), prob.c @ last.weight,
-        (box.lower, box.upper), tuple(zip(found.pre_lower, found.pre_upper)), prob.norm,
+        (box.lower, box.upper), tuple(zip(found.pre_lower, found.pre_upper)), prob.norm, cut,
     )  # fmt: skip
+
+
+def box_note(net: Layered) -> dict[str, str]:
+    """The estimate's note where the relaxation took a polytope's bounding box."""
+    if not net.cut_to_box:
+        return {}
+    return {"domain": "the polytope's bounding box: an upper bound that ignores its rows"}

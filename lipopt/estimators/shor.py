@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from lipopt.domain import Domain
 from lipopt.estimators.base import Estimate, EstimatorUnavailable, Kind, problem, stopwatch
 from lipopt.estimators.hr2 import layered_relaxation, solve_proven
-from lipopt.estimators.semialgebraic import SDP_NORMS, hidden_layers
+from lipopt.estimators.semialgebraic import SDP_NORMS, box_note, hidden_layers
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -67,5 +67,5 @@ def estimate(
         net = hidden_layers(prob, "SHOR", 2, bounds)
         facts = solve_proven(layered_relaxation(net, 1), solver, options)
     value = facts.pop("value")
-    detail = {**facts, "relaxation": "SHOR" if net.depth == 1 else "HR-1"}
+    detail = {**facts, "relaxation": "SHOR" if net.depth == 1 else "HR-1", **box_note(net)}
     return Estimate(NAME, value, KIND, elapsed[0], detail)

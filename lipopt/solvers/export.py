@@ -7,6 +7,7 @@ do not allow brackets, so Pyomo writes ``x[0]`` as ``x(0)``):
 ``x(j)``            input coordinate j
 ``x_dev(j)``        ``|x_j - x0_j|`` (l1-ball domains)
 ``x_in_ball``       the ball: ``Σ dev <= ρ`` (l1), ``Σ ((x_j - x0_j)/ρ)^2 <= 1`` (l2, quadratic)
+``x_cut(k)``        row k of a polytope's ``A x <= b`` (``--polytope``; ``--clip`` is in the bounds)
 ``h{k}(i)``         post-activation of neuron i of hidden layer k (1-based, as in the paper)
 ``a{k}(i)``         activation binary of unstable neuron i of hidden layer k (1 = on)
 ``y{k}(i)``         gradient of ``c^T f`` w.r.t. ``h_k[i]``

@@ -155,7 +155,7 @@ def test_auto_search_gives_up_early_only_where_most_neurons_are_unstable(monkeyp
     original = region_strategy.search_regions
 
     def spy(*args, **kwargs):
-        seen.append(args[6])  # the RegionOptions
+        seen.append(args[5])  # the RegionOptions
         return original(*args, **kwargs)
 
     monkeypatch.setattr(region_strategy, "search_regions", spy)
