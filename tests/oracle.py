@@ -7,7 +7,8 @@ for the l2 ball, small conic programs through ``cvxpy`` and Clarabel, imported o
 Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and
 domain parameters (duck-typed; nothing from lipopt is imported).
 
-Entry points: :func:`brute_force_lipschitz` (the exact constant), :func:`from_lipopt`,
+Entry points: :func:`brute_force_lipschitz` (the exact constant; ``constraints=(A, b)`` cuts
+the domain by ``A x <= b``), :func:`from_lipopt` (a :class:`LipoptArgs`),
 :func:`random_network_weights`, :func:`sampled_max_gradient_norm` (a lower bound),
 :func:`sample_domain`, :func:`gradient_norms`, :func:`output_dual_vertices`, :func:`cross_norm`.
 
@@ -190,9 +191,9 @@ class ConstrainedDomain(tuple):
 
     constraints: Constraints
 
-    def __new__(cls, spec: DomainSpec, constraints: Constraints) -> ConstrainedDomain:
+    def __new__(cls, spec: DomainSpec, constraints: Constraints | None = None) -> ConstrainedDomain:
         obj = super().__new__(cls, spec)
-        obj.constraints = constraints
+        obj.constraints = constraints  # (None only while copy/pickle restores its __dict__)
         return obj
 
 

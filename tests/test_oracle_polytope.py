@@ -10,6 +10,8 @@ a smaller box).
 
 from __future__ import annotations
 
+import copy
+import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -374,6 +376,9 @@ def test_from_lipopt_reads_a_polytope():
     assert sampled_max_gradient_norm(*args, None, "linf", n=2000) == 0.5
     with pytest.raises(ValueError, match="differs"):
         brute_force_lipschitz(*args, None, "linf", constraints=(np.eye(2), np.ones(2)))
+    for copied in (copy.deepcopy(args.domain), pickle.loads(pickle.dumps(args.domain))):
+        assert isinstance(copied, ConstrainedDomain) and copied[0] == "box"
+        np.testing.assert_array_equal(copied.constraints[1], [0.5])
     plain = from_lipopt(_lipopt_like_net(weights), Box(lower=-np.ones(2), upper=np.ones(2)))
     assert plain.constraints is None and type(plain.domain) is tuple
 
