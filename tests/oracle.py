@@ -7,7 +7,8 @@ for the l2 ball, small conic programs through ``cvxpy`` and Clarabel, imported o
 Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and
 domain parameters (duck-typed; nothing from lipopt is imported).
 
-Entry points: :func:`brute_force_lipschitz` (the exact constant), :func:`from_lipopt`,
+Entry points: :func:`brute_force_lipschitz` (the exact constant; ``constraints=(A, b)`` cuts
+the domain by ``A x <= b``), :func:`from_lipopt` (a :class:`LipoptArgs`),
 :func:`random_network_weights`, :func:`sampled_max_gradient_norm` (a lower bound),
 :func:`sample_domain`, :func:`gradient_norms`, :func:`output_dual_vertices`, :func:`cross_norm`.
 
@@ -17,7 +18,8 @@ The math (Jordan & Dimakis 2020, Thm. 1/2 and App. E). The network is
 
 On every *activation pattern region* (fixed sign of every hidden pre-activation) ``f`` is affine
 with Jacobian ``J = W_L D_{L-1} W_{L-1} ... D_1 W_1``. The local (alpha, beta)-Lipschitz constant
-over the open domain ``X`` (the interior of the box / l1 ball / l2 ball given here) is
+over the open domain ``X`` (the interior of the box / l1 ball / l2 ball given here, cut by the
+linear constraints if any: see below) is
 
     L = max over regions R with R ∩ X full-dimensional of  max_{w in B*_beta} ||J_R^T w||_{alpha*},
 
@@ -70,6 +72,18 @@ decides, so every kept region has a certificate point. Shortcuts that do not cha
 At each leaf the certificate point is pushed through an independent forward pass and must show
 exactly the enumerated pattern (else ``RuntimeError``).
 
+Linear constraints (``constraints=(A, b)``; issue 47, lipopt's Polytope and Intersection domains).
+The set becomes ``{x in domain : A x <= b}``. The rows are normalised (``||a_k||_2 = 1``, so
+``b_k - a_k^T x`` is the Euclidean distance to the k-th hyperplane; a zero row is dropped when
+``b_k >= 0`` and makes the set empty otherwise) and belong to the domain everywhere above: the
+Chebyshev LP gets ``a_k^T x + t <= b_k``, so its optimum is still the inradius of region ∩ X,
+and the recomputed margin includes ``min_k (b_k - a_k^T x)``. A region meeting the set only in a
+lower-dimensional face (on a constraint's hyperplane, say) has inradius 0 and is not counted; a
+set without interior raises ``ValueError``. The shortcuts stay sound: the domain's box still
+contains the (smaller) set, so interval bounds over it and the branches they discard stay valid;
+the bound tightening also reads the rows (valid inequalities of the set); the exact bounding box
+LPs carry them (``t >= 0``); a parent's certificate point and margin already account for them.
+
 The Euclidean ball ``("l2", center, radius)`` is not a polyhedron, so it does not enter the search
 above. Every region meeting the ball full-dimensionally also meets its bounding box
 ``center ± radius`` full-dimensionally, so the box's regions are enumerated as above, and each one
@@ -79,7 +93,10 @@ is then kept iff the conic program (``rows x + rhs >= 0``: the region's normalis
 
 (the Chebyshev centre of region ∩ ball, solved with Clarabel) has ``t > tol``; again the margin is
 recomputed in numpy at the solver's ``x`` and that value decides (a solver ``t`` clearly above
-``tol`` that the recomputation does not confirm raises ``RuntimeError``).
+``tol`` that the recomputation does not confirm raises ``RuntimeError``). With constraints, the
+box's enumeration carries them (a region meeting ball ∩ constraints full-dimensionally meets
+box ∩ constraints so) and the conic program gets their rows ``b_k - a_k^T x >= t`` beside the
+region's.
 """
 
 from __future__ import annotations
@@ -96,6 +113,7 @@ from scipy.optimize import linprog
 
 Weights = list[tuple[np.ndarray, np.ndarray]]
 DomainSpec = tuple  # ("box", lo, hi) | ("l1" | "l2" | "linf", center, radius)
+Constraints = tuple  # (A, b): the rows A x <= b, A of shape (k, d)
 
 INPUT_DUAL = {"linf": 1.0, "l1": np.inf, "l2": 2.0}  # input norm -> order of its dual norm
 OUTPUT_NORMS = ("abs", "l1", "linf", "cross")
@@ -165,9 +183,30 @@ class _LayerForms(NamedTuple):
     const: np.ndarray
 
 
+class ConstrainedDomain(tuple):
+    """A domain spec (the plain 3-tuple, e.g. ``("box", lo, hi)``) that also carries linear
+    constraints ``(A, b)``, as :func:`from_lipopt` returns for a Polytope or an Intersection.
+    The oracle's functions apply them when called without ``constraints=``, so
+    ``brute_force_lipschitz(*from_lipopt(net, polytope), c, norm)`` cannot drop them."""
+
+    constraints: Constraints
+
+    def __new__(cls, spec: DomainSpec, constraints: Constraints | None = None) -> ConstrainedDomain:
+        obj = super().__new__(cls, spec)
+        obj.constraints = constraints  # (None only while copy/pickle restores its __dict__)
+        return obj
+
+
 class LipoptArgs(NamedTuple):
+    """``(weights, domain)``; ``constraints`` is ``(A, b)`` for a Polytope or Intersection domain
+    (also carried by ``domain``, a :class:`ConstrainedDomain`), else ``None``."""
+
     weights: Weights
     domain: DomainSpec
+
+    @property
+    def constraints(self) -> Constraints | None:
+        return getattr(self.domain, "constraints", None)
 
 
 # --------------------------------------------------------------------------- plain helpers
@@ -206,6 +245,34 @@ def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]
             raise ValueError(f"{kind} ball radius must be positive")
         return kind, center, radius
     raise ValueError(f"unknown domain kind {kind!r}")
+
+
+def _canonical_constraints(
+    domain: DomainSpec, constraints: Constraints | None, d: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``A x <= b`` of ``constraints`` or, when that is ``None``, of a
+    :class:`ConstrainedDomain`, normalised to ``||a_k||_2 = 1`` (so ``b_k - a_k x`` is the
+    Euclidean distance to the hyperplane); no constraints give 0 rows. A row ``0 x <= b_k`` is
+    dropped when ``b_k >= 0`` (it holds everywhere) and makes the set empty otherwise."""
+    carried = getattr(domain, "constraints", None)
+    if constraints is None:
+        constraints = carried
+    elif carried is not None and not all(
+        np.array_equal(np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64))
+        for u, v in zip(constraints, carried, strict=True)
+    ):
+        raise ValueError("constraints= differs from the constraints the domain carries")
+    if constraints is None:
+        return np.zeros((0, d)), np.zeros(0)
+    a = np.array(constraints[0], dtype=np.float64).reshape(-1, d)
+    b = np.array(constraints[1], dtype=np.float64).reshape(-1)
+    if b.shape != (a.shape[0],) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError(f"constraints must be finite (A (k, {d}), b (k,)): {a.shape}, {b.shape}")
+    norms = np.linalg.norm(a, axis=1)
+    zero = norms <= 1e-300
+    if np.any(b[zero] < 0):
+        raise ValueError("a constraint 0 x <= b with b < 0: the set is empty")
+    return a[~zero] / norms[~zero, None], b[~zero] / norms[~zero]
 
 
 def dual_norm(g: np.ndarray, input_norm: str) -> np.ndarray:
@@ -361,15 +428,27 @@ class _MarginLP:
     ``(±1, ..., ±1)/sqrt(d)``). So the optimum ``t`` is the radius of the largest Euclidean ball
     inside (polyhedron ∩ domain).
 
+    Linear constraints ``a_k x <= b_k`` (unit rows, :func:`_canonical_constraints`) belong to the
+    domain and enter shrunk alike, ``a_k x + t <= b_k``.
+
     Two interchangeable engines, both HiGHS: ``"highspy"`` keeps one model and adds/deletes rows as
     the search pushes/pops (warm-started, ~15x less overhead per LP); ``"linprog"`` rebuilds the LP
     for ``scipy.optimize.linprog(method="highs")`` every time.
     """
 
-    def __init__(self, domain: tuple[str, np.ndarray, Any], d: int, backend: str) -> None:
+    def __init__(
+        self,
+        domain: tuple[str, np.ndarray, Any],
+        d: int,
+        backend: str,
+        constraints: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         if backend not in ("highspy", "linprog"):
             raise ValueError(f"unknown LP backend {backend!r}")
         self.kind, self.p, self.q = domain
+        self.cons_a, self.cons_b = (
+            (np.zeros((0, d)), np.zeros(0)) if constraints is None else constraints
+        )
         self.d = d
         self.backend = backend
         self.count = 0
@@ -398,6 +477,10 @@ class _MarginLP:
             self.dom_b = np.concatenate([center, -center, [radius]])
             self.col_lo = np.concatenate([center - radius, np.zeros(d), [-np.inf]])
             self.col_hi = np.concatenate([center + radius, np.full(d, radius), [np.inf]])
+        cons = np.zeros((len(self.cons_b), self.dom_a.shape[1]))
+        cons[:, :d], cons[:, -1] = self.cons_a, 1.0  # a_k x + t <= b_k
+        self.dom_a = np.vstack([self.dom_a, cons])
+        self.dom_b = np.concatenate([self.dom_b, self.cons_b])
         self.nvar = self.dom_a.shape[1]
         self.cost = np.zeros(self.nvar)
         self.cost[-1] = -1.0
@@ -455,9 +538,12 @@ class _MarginLP:
 
     # ---- geometry
     def domain_margin(self, x: np.ndarray) -> float:
+        """Distance from ``x`` to the nearest facet of the domain or constraint hyperplane."""
         if self.kind == "box":
-            return float(min(np.min(x - self.p), np.min(self.q - x)))
-        return float((self.q - np.abs(x - self.p).sum()) / np.sqrt(self.d))
+            m = float(min(np.min(x - self.p), np.min(self.q - x)))
+        else:
+            m = float((self.q - np.abs(x - self.p).sum()) / np.sqrt(self.d))
+        return float(np.min(self.cons_b - self.cons_a @ x, initial=m))
 
     def margin(self, x: np.ndarray) -> float:
         """Recomputed certificate at ``x``: distance to the nearest pushed hyperplane / domain
@@ -472,7 +558,7 @@ class _MarginLP:
         self, a: np.ndarray, b: np.ndarray, box: tuple[np.ndarray, np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of each ``a_k^T x + b_k`` over ``box`` (and, for the l1 ball, over the ball):
-        each exact, so valid over any region inside both."""
+        each exact, so valid over any region inside both (constraints only shrink the set)."""
         mid, half = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
         centre, spread = a @ mid + b, np.abs(a) @ half
         lower, upper = centre - spread, centre + spread
@@ -482,7 +568,7 @@ class _MarginLP:
         return lower, upper
 
     def outer_box(self) -> tuple[np.ndarray, np.ndarray]:
-        """The domain's bounding box."""
+        """The domain's bounding box (it contains domain ∩ constraints as well)."""
         if self.kind == "box":
             return self.p.copy(), self.q.copy()
         return self.p - self.q, self.p + self.q
@@ -491,9 +577,11 @@ class _MarginLP:
         self, box: tuple[np.ndarray, np.ndarray], passes: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
         """Feasibility-based bound tightening: a box still containing (stack ∩ domain) if ``box``
-        did. Interval reasoning only (no LP); padded by 1e-12 against rounding."""
+        did. Interval reasoning only (no LP) over the pushed rows and the constraints; padded by
+        1e-12 against rounding."""
         lo, hi = box
         rows, rhs = self.stack()
+        rows, rhs = np.vstack([rows, -self.cons_a]), np.concatenate([rhs, self.cons_b])
         pos, neg = rows > 1e-9, rows < -1e-9
         safe = np.where(pos | neg, rows, 1.0)
         for _ in range(passes):
@@ -555,7 +643,8 @@ class _MarginLP:
         return self.margin(x), x
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
-        """Exact bounding box of (closed polyhedron ∩ domain), 2d LPs, padded by 1e-9."""
+        """Exact bounding box of (closed polyhedron ∩ domain ∩ constraints), 2d LPs, padded by
+        1e-9."""
         lo, hi = np.empty(self.d), np.empty(self.d)
         for i in range(self.d):
             for sign, out in ((1.0, lo), (-1.0, hi)):
@@ -580,6 +669,7 @@ def brute_force_lipschitz(
     collect_regions: bool = False,
     lp_backend: str = "highspy",
     bbox_filter: str = "auto",
+    constraints: Constraints | None = None,
 ) -> OracleResult:
     """Exact local Lipschitz constant by enumerating the full-dimensional activation regions.
 
@@ -604,6 +694,9 @@ def brute_force_lipschitz(
             after the first), ``"auto"`` (the exact box only where more than 2d neurons of the
             layer may cross the current box) or ``"none"`` (domain box only). A speed-up only:
             the regions and the value do not depend on it.
+        constraints: ``(A, b)``: the domain becomes ``{x in domain : A x <= b}`` (any domain
+            kind); ``None`` uses those a :class:`ConstrainedDomain` carries, if any. Raises
+            ``ValueError`` if the set has no interior (no Euclidean ball of radius ``> tol``).
 
     Returns:
         OracleResult(value, argmax_point, n_regions, ...).
@@ -618,6 +711,7 @@ def brute_force_lipschitz(
     if bbox_filter not in ("fbbt", "lp", "auto", "none"):
         raise ValueError(f"unknown bbox_filter {bbox_filter!r}")
     dom = _canonical_domain(domain, d)
+    cons = _canonical_constraints(domain, constraints, d)
     if dom[0] == "l2":
         box_result = brute_force_lipschitz(
             weights,
@@ -629,11 +723,12 @@ def brute_force_lipschitz(
             collect_regions=True,
             lp_backend=lp_backend,
             bbox_filter=bbox_filter,
+            constraints=cons,
         )
         return _l2_ball_result(
-            weights, dom, box_result, (dual_rows, input_norm), tol, collect_regions, start
+            weights, (dom, cons), box_result, (dual_rows, input_norm), tol, collect_regions, start
         )
-    lp = _MarginLP(dom, d, lp_backend)
+    lp = _MarginLP(dom, d, lp_backend, cons)
     hidden = weights[:-1]
     masks = [np.zeros(w.shape[0]) for w, _ in hidden]
     scales = [
@@ -725,13 +820,13 @@ def brute_force_lipschitz(
         enter(layer + 1, mask[:, None] * z_a, mask * z_b, point, margin, box)
 
     root_margin, root_point = lp.solve()
-    if root_margin <= tol:  # pragma: no cover - a valid domain is full-dimensional
-        raise ValueError("domain has no interior")
+    if root_margin <= tol:  # a valid domain is full-dimensional; with constraints it may not be
+        raise ValueError(f"domain ∩ constraints has no interior (inradius {root_margin:.3g})")
     enter(0, np.eye(d), np.zeros(d), root_point, root_margin, lp.outer_box())
     if n_regions == 0:  # pragma: no cover - the domain itself is full-dimensional
         raise RuntimeError("no full-dimensional region found")
     # recentre the reported point: Chebyshev centre of the whole argmax region ∩ domain
-    centre_lp = _MarginLP(dom, d, lp_backend)
+    centre_lp = _MarginLP(dom, d, lp_backend, cons)
     for row, rhs in zip(*_pattern_constraints(weights, best["pattern"]), strict=True):
         centre_lp.push(row, float(rhs))
     centre_margin, centre = centre_lp.solve()
@@ -791,22 +886,24 @@ def _l2_chebyshev(
 
 def _l2_ball_result(
     weights: Weights,
-    dom: tuple[str, np.ndarray, Any],
+    domain: tuple[tuple[str, np.ndarray, Any], tuple[np.ndarray, np.ndarray]],
     box_result: OracleResult,
     norms: tuple[np.ndarray | None, str],
     tol: float,
     collect_regions: bool,
     start: float,
 ) -> OracleResult:
-    """Keep the regions of the ball's bounding box (``box_result``) that meet the l2 ball
-    full-dimensionally, by :func:`_l2_chebyshev`, and take the largest value among them.
+    """Keep the regions of (the ball's bounding box ∩ constraints) (``box_result``) that meet
+    (the l2 ball ∩ constraints) full-dimensionally, by :func:`_l2_chebyshev`, and take the
+    largest value among them. ``domain`` is ``(the canonical ball, the canonical constraints)``,
     ``norms`` is ``(dual_rows, input_norm)`` as in :func:`_region_value`."""
-    _, center, radius = dom
+    (_, center, radius), (cons_a, cons_b) = domain
     dual_rows, input_norm = norms
     kept: list[Region] = []
     best: tuple[float, Region, np.ndarray | None] | None = None
     for region in box_result.regions or []:
         rows, rhs = _pattern_constraints(weights, region.pattern)
+        rows, rhs = np.vstack([rows, -cons_a]), np.concatenate([rhs, cons_b])  # b - a x >= t
         t_opt, margin, point = _l2_chebyshev(rows, rhs, center, radius)
         if margin <= tol:
             if t_opt > tol + _CONIC_SLACK:
@@ -819,8 +916,8 @@ def _l2_ball_result(
         kept.append(Region(region.pattern, point, margin, value))
         if best is None or value > best[0]:
             best = (value, kept[-1], dual)
-    if best is None:  # pragma: no cover - the ball itself is full-dimensional
-        raise RuntimeError("no full-dimensional region found in the l2 ball")
+    if best is None:  # the ball is full-dimensional; with constraints it may not be
+        raise ValueError("l2 ball ∩ constraints has no interior")
     value, region, dual = best
     return OracleResult(
         value=value,
@@ -898,14 +995,47 @@ def random_network_weights(
     return out
 
 
-def sample_domain(domain: DomainSpec, d: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` points uniform in the domain.
+#: rejection sampling inside constraints draws at most this many batches of ``max(n, 1000)``
+#: domain points, so it needs an acceptance rate of about 1 / _SAMPLE_ROUNDS or more
+_SAMPLE_ROUNDS = 100
+
+
+def sample_domain(
+    domain: DomainSpec,
+    d: int,
+    n: int,
+    rng: np.random.Generator,
+    constraints: Constraints | None = None,
+) -> np.ndarray:
+    """``n`` points uniform in the domain (∩ ``{A x <= b}`` for ``constraints=(A, b)``, or those
+    a :class:`ConstrainedDomain` carries: by rejection from the domain's samples; ``ValueError``
+    when too few are accepted, see :data:`_SAMPLE_ROUNDS`).
 
     l1 ball: the first d coordinates of a Dirichlet(1, ..., 1) vector on d + 1 cells (normalised
     exponentials) are uniform in the simplex ``{y >= 0, sum y <= 1}``; random signs per coordinate
     make them uniform in the unit l1 ball. l2 ball: a Gaussian direction, normalised, times
     ``radius * U^(1/d)`` (the radius of a uniform point has density ∝ r^(d-1)).
     """
+    cons_a, cons_b = _canonical_constraints(domain, constraints, d)
+    if not len(cons_b):
+        return _sample_plain(domain, d, n, rng)
+    kept, drawn = [], 0
+    for _ in range(_SAMPLE_ROUNDS):
+        x = _sample_plain(domain, d, max(n, 1000), rng)
+        drawn += len(x)
+        kept.append(x[np.all(x @ cons_a.T <= cons_b, axis=1)])
+        if sum(map(len, kept)) >= n:
+            return np.concatenate(kept)[:n]
+    got = sum(map(len, kept))
+    raise ValueError(
+        f"rejection sampling kept {got} of {drawn} domain points inside the constraints "
+        f"(acceptance {got / drawn:.2g}), fewer than the {n} asked: the set is too small a part "
+        "of the domain"
+    )
+
+
+def _sample_plain(domain: DomainSpec, d: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` points uniform in the domain itself (see :func:`sample_domain`)."""
     kind, p, q = _canonical_domain(domain, d)
     if kind == "box":
         return p + (q - p) * rng.random((n, d))
@@ -927,11 +1057,14 @@ def sampled_max_gradient_norm(
     n: int = 10000,
     rng: np.random.Generator | None = None,
     output_norm: str = "abs",
+    *,
+    constraints: Constraints | None = None,
 ) -> float:
-    """Largest ``max_w ||J(x)^T w||_{alpha*}`` over ``n`` uniform samples: a LOWER bound."""
+    """Largest ``max_w ||J(x)^T w||_{alpha*}`` over ``n`` uniform samples of the domain (∩
+    ``constraints``, as in :func:`sample_domain`): a LOWER bound."""
     weights = _as_weights(weights)
     rng = np.random.default_rng(0) if rng is None else rng
-    x = sample_domain(domain, weights[0][0].shape[1], n, rng)
+    x = sample_domain(domain, weights[0][0].shape[1], n, rng, constraints)
     return float(gradient_norms(weights, x, c, input_norm, output_norm).max())
 
 
@@ -940,30 +1073,56 @@ def sampled_max_gradient_norm(
 
 def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
     """Plain ``(weights, domain)`` from a lipopt ``Network`` and ``Box``/``LinfBall``/``L1Ball``/
-    ``L2Ball``.
+    ``L2Ball``/``Polytope``/``Intersection``.
 
-    Only reads ``network.affine_layers[i].weight/.bias`` and the domain's ``lower/upper`` or
-    ``center/radius``. Usage: ``brute_force_lipschitz(*from_lipopt(net, dom), c, "linf")``.
+    Only reads ``network.affine_layers[i].weight/.bias`` and the domain's ``lower/upper``,
+    ``center/radius``, ``A/b`` (Polytope: ``{lower <= x <= upper, A x <= b}``) or
+    ``ball/polytope`` (Intersection: ball ∩ polytope). A Polytope becomes ``("box", lower, upper)``
+    with constraints ``(A, b)``; an Intersection the ball's spec with constraints ``A x <= b``,
+    ``x <= upper``, ``-x <= -lower``. Those come back as ``.constraints`` (``None`` for the other
+    domains) and are carried by the domain spec (a :class:`ConstrainedDomain`), so the usual
+    ``brute_force_lipschitz(*from_lipopt(net, dom), c, "linf")`` applies them, as does passing
+    ``constraints=args.constraints``.
     """
     layers = network.affine_layers if hasattr(network, "affine_layers") else network
     weights = [
         (np.array(layer.weight, dtype=np.float64), np.array(layer.bias, dtype=np.float64))
         for layer in layers
     ]
+    return LipoptArgs(weights, _lipopt_domain(domain))
+
+
+def _lipopt_domain(domain: Any) -> DomainSpec:
+    """The plain spec of a lipopt domain (duck-typed, see :func:`from_lipopt`)."""
     name = type(domain).__name__
+    if hasattr(domain, "ball") and hasattr(domain, "polytope"):
+        ball, poly = _lipopt_domain(domain.ball), domain.polytope
+        if isinstance(ball, ConstrainedDomain):
+            raise TypeError(f"unsupported ball {type(domain.ball).__name__} in {name}")
+        a, b = np.array(poly.A, dtype=np.float64), np.array(poly.b, dtype=np.float64)
+        lower = np.array(poly.lower, dtype=np.float64).reshape(-1)
+        upper = np.array(poly.upper, dtype=np.float64).reshape(-1)
+        eye = np.eye(len(lower))
+        up, low = np.isfinite(upper), np.isfinite(lower)
+        rows = np.vstack([a.reshape(-1, len(lower)), eye[up], -eye[low]])
+        return ConstrainedDomain(
+            ball, (rows, np.concatenate([b.reshape(-1), upper[up], -lower[low]]))
+        )
     if name in ("L1Ball", "L2Ball"):
         kind = "l1" if name == "L1Ball" else "l2"
-        spec: DomainSpec = (kind, np.array(domain.center, dtype=np.float64), float(domain.radius))
-    elif name == "LinfBall":
+        return (kind, np.array(domain.center, dtype=np.float64), float(domain.radius))
+    if name == "LinfBall":
         center = np.array(domain.center, dtype=np.float64)
         radius = np.array(domain.radius, dtype=np.float64)
-        spec = ("box", center - radius, center + radius)
-    elif hasattr(domain, "lower") and hasattr(domain, "upper"):
-        spec = (
+        return ("box", center - radius, center + radius)
+    if hasattr(domain, "lower") and hasattr(domain, "upper"):
+        box = (
             "box",
             np.array(domain.lower, dtype=np.float64),
             np.array(domain.upper, dtype=np.float64),
         )
-    else:
-        raise TypeError(f"unsupported domain {name}")
-    return LipoptArgs(weights, spec)
+        if hasattr(domain, "A") and hasattr(domain, "b"):
+            a, b = np.array(domain.A, dtype=np.float64), np.array(domain.b, dtype=np.float64)
+            return ConstrainedDomain(box, (a, b))
+        return box
+    raise TypeError(f"unsupported domain {name}")
