@@ -104,8 +104,9 @@ def chebyshev(
     found = Interior(x, slack(a, b, (lower, upper), ball if isinstance(ball, L1Ball) else None, x))
     if found.slack <= tol:
         if bound < -tol:
+            where = " of the ball" if ball is not None else ""
             raise DomainError(
-                "the input set is empty: no point meets every linear row inside its box"
+                f"the input set is empty: no point{where} meets every linear row inside its box"
             )
         raise DomainError(
             f"the input set has no interior: its rows leave no ball of radius above {tol:g} "
