@@ -20,6 +20,7 @@ from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.configure import configure
 from lipopt.domain import Domain
 from lipopt.heuristics.witness import Witness
+from lipopt.kinks import is_inside_a_region
 from lipopt.lazy import load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm
@@ -41,7 +42,6 @@ from lipopt.strategies.mip import run_mip
 from lipopt.strategies.race import run_race
 from lipopt.strategies.region_search import run_regions
 from lipopt.strategies.union_parts import run_union_parts
-from lipopt.verify import is_inside_a_region
 
 Strategy = Callable[[Any, Query, "float | None", Context], Bracket]
 
@@ -169,7 +169,7 @@ NOT_PROVEN_EXACT = (
 def honest(bracket: Bracket, query: Query) -> Bracket:
     """``optimal`` only when ``value`` is proven to be the constant: ``lower`` meets it
     (:func:`~lipopt.bracket.closed`) and is attained at a point inside a full-dimensional linear
-    region (certified by the margin LP, or :func:`~lipopt.verify.is_inside_a_region`), so
+    region (certified by the margin LP, or :func:`~lipopt.kinks.is_inside_a_region`), so
     ``lower <= L <= value`` pins ``L``. Otherwise ``upper_bound``, with the reason."""
     if bracket.status != Status.OPTIMAL:
         return bracket

@@ -43,13 +43,13 @@ def slack(
 ) -> float:
     """``t(x)`` of the module docstring, in numpy."""
     lower, upper = box
-    parts = [np.min(x - lower), np.min(upper - x)]
+    parts = [float(np.min(x - lower)), float(np.min(upper - x))]
     if a.shape[0]:
-        parts.append(np.min((b - a @ x) / np.linalg.norm(a, axis=1)))
+        parts.append(float(np.min((b - a @ x) / np.linalg.norm(a, axis=1))))
     if isinstance(ball, L2Ball):
-        parts.append(ball.radius - np.linalg.norm(x - ball.center))
+        parts.append(float(ball.radius - np.linalg.norm(x - ball.center)))
     elif isinstance(ball, L1Ball):
-        parts.append((ball.radius - np.sum(np.abs(x - ball.center))) / np.sqrt(x.size))
+        parts.append(float(ball.radius - np.sum(np.abs(x - ball.center))) / np.sqrt(x.size))
     return float(min(parts))
 
 
@@ -161,7 +161,8 @@ def _nearest(
         lows = np.full(a.shape[0], -highspy.kHighsInf)
         h.addRows(a.shape[0], lows, upper, sparse.nnz, sparse.indptr, sparse.indices, sparse.data)
     start = np.arange(d + 1, dtype=np.int32)
-    h.passHessian(d, d, highspy.HessianFormat.kTriangular, start, start[:-1], np.full(d, 2.0))
+    triangular = int(highspy.HessianFormat.kTriangular)
+    h.passHessian(d, d, triangular, start, start[:-1], np.full(d, 2.0))
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return np.clip(center, box[0], box[1])

@@ -16,9 +16,10 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import Seed
 from lipopt.bracket import closed
 from lipopt.domain import Domain
+from lipopt.kinks import is_differentiable_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, dual_norm, operator_value
-from lipopt.verify import Dimension, check_region, is_differentiable_at
+from lipopt.verify import Dimension, check_region
 
 FloatArray = NDArray[np.float64]
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from lipopt.plan.nodes import ActivationBab, BabAfter, DomainSplit, Mip, Node, Race, RegionSearch
+from lipopt.plan.nodes import (
+    ActivationBab,
+    BabAfter,
+    DomainSplit,
+    Mip,
+    Node,
+    Race,
+    RegionSearch,
+    UnionParts,
+)
 
 
 def describe(node: Node, indent: str = "") -> str:
@@ -36,6 +45,8 @@ def _lines(node: Node, indent: str) -> list[str]:
         lines = [f"{indent}domain split (leaves of {node.options.leaf_unstable} unstable, "
                  f"{node.options.workers} process(es)), each part:"]  # fmt: skip
         return lines + _lines(node.part, indent + "  ")
+    if isinstance(node, UnionParts):
+        return [f"{indent}each input set of the union planned on its own; the largest constant"]
     return _race(node, indent)
 
 

@@ -48,6 +48,7 @@ from lipopt.bracket import closed
 from lipopt.domain import Domain
 from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
+from lipopt.kinks import is_differentiable_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.search.activation_rules import (
@@ -58,7 +59,7 @@ from lipopt.search.activation_rules import (
     pattern_value,
 )
 from lipopt.status import Status
-from lipopt.verify import Dimension, check_region, is_differentiable_at
+from lipopt.verify import Dimension, check_region
 
 FloatArray = NDArray[np.float64]
 

@@ -25,11 +25,11 @@ from lipopt.bounds.interval import NetworkBounds
 from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.bracket import Bracket, closed, meet
 from lipopt.heuristics.witness import Witness, best_differentiable
+from lipopt.kinks import is_differentiable_at
 from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
 from lipopt.status import Status
-from lipopt.verify import is_differentiable_at
 
 #: points sampled for an attained lower bound when the centre is not differentiable
 FLOOR_SAMPLES = 8

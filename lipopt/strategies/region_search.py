@@ -12,7 +12,7 @@ import numpy as np
 
 from lipopt.bounds import propagate
 from lipopt.bracket import Bracket, add_timings, closed
-from lipopt.domain import LinfBall
+from lipopt.domain import Box, LinfBall, Polytope
 from lipopt.plan.nodes import RegionSearch
 from lipopt.progress import Say, counted
 from lipopt.query import Query
@@ -35,6 +35,7 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     domain, say, policy = query.domain, ctx.say, ctx.policy
     # a box, an l-inf ball's box, or a polytope (its rows enter the search's LPs)
     box = domain.as_box() if isinstance(domain, LinfBall) else domain
+    assert isinstance(box, (Box, Polytope))  # configure.regions_applicable
     c = np.asarray(query.seed, dtype=np.float64)
     start = time.perf_counter()
     net_bounds = propagate(query.network, box, c, method=node.bounds)

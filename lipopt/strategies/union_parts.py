@@ -38,7 +38,8 @@ def run_union_parts(node: UnionParts, query: Query, limit: float | None, ctx: Co
 def merged(brackets: list[Bracket]) -> Bracket:
     """``max`` of the uppers and of the attained lowers; optimal when that bracket closes and
     every part that could beat the lower one finished, else the first such part's status."""
-    best = max((b for b in brackets if b.lower is not None), key=lambda b: b.lower, default=None)
+    attained = [b for b in brackets if b.lower is not None]
+    best = max(attained, key=lambda b: float(b.lower or 0.0), default=None)
     upper = max(b.upper for b in brackets)
     lower = None if best is None else best.lower
     open_parts = [

@@ -11,8 +11,9 @@ import pytest
 from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
 from lipopt.heuristics import climb as climb_module
 from lipopt.heuristics.climb import _deep_point, _flips, pattern_climb
+from lipopt.kinks import is_differentiable_at
 from lipopt.norms import dual_norm
-from lipopt.verify import Dimension, check_region, is_differentiable_at
+from lipopt.verify import Dimension, check_region
 from tests.helpers import random_network
 from tests.oracle import (
     activation_patterns,
