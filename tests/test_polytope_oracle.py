@@ -122,6 +122,7 @@ def test_each_solver_takes_the_rows(case, solver):
         {"regions": True},
         {"bab": True},
         {"regions": False, "split": False, "formulation": "forward"},
+        {"regions": False, "split": False, "bounds": "lp"},  # OBBT with the rows in its LPs
     ],
 )
 def test_each_strategy_keeps_the_rows(case, strategy):
