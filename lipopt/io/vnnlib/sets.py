@@ -122,7 +122,8 @@ def _branches(node: Node, term: Node) -> list[list[Node]]:
             raise Refusal(f"the input set is a union of more than {MAX_PARTS} parts")
         return found
     if node.op not in COMPARISONS:
-        raise Refusal(f"unsupported input constraint {node.show()} in {term.show()}")
+        where = "" if node is term else f" in {term.show()}"
+        raise Refusal(f"unsupported input constraint {node.show()}{where}")
     if not mentions_input(node):
         raise Refusal(
             f"an output constraint in the same assert as input constraints is not supported: "
