@@ -158,14 +158,14 @@ class _Bounds:
                 return
         exact = {i: as_float(c) for i, c in coeffs.items()}
         bound = as_float(rhs)
-        if bound is None or any(c is None for c in exact.values()):
+        row = {i: c for i, c in exact.items() if c is not None}
+        if bound is None or len(row) < len(exact):
             raise Refusal(
                 "a coefficient or bound of the input constraint is no float64 number once its "
                 f"terms are moved to one side (write it with float64 numbers): "
                 f"{constraint.node.show()}"
             )
-        self.rows.append(({i: float(c) for i, c in exact.items() if c is not None}, bound,
-                          constraint.node))  # fmt: skip
+        self.rows.append((row, bound, constraint.node))
 
     def _bound(self, index: int, side: str, value: float, strict: bool) -> None:
         """Intersect with ``x_index >= value`` (side "lower") or ``x_index <= value``."""
