@@ -1,9 +1,11 @@
 """Instances of a batch from a VNN-COMP style CSV: ``onnx,vnnlib,timeout`` per row.
 
-Paths are relative to the CSV file. The VNN-LIB property's input box is the domain; its output
-assertions are ignored (:mod:`lipopt.io.vnnlib`). VNN-COMP's headerless three-column files work
-as they are; a header row ``onnx,vnnlib,timeout[,norm,c,output_norm]`` adds per-row overrides of
-the command line's Lipschitz options (``c`` as a quoted comma list, ``"1,-1"``, or a file).
+Paths are relative to the CSV file. The VNN-LIB property's input set is the domain, handed to the
+solve as read: a box, a polytope (linear input constraints) or a union of them (an ``or`` over
+inputs); its output assertions are ignored (:mod:`lipopt.io.vnnlib`, VNN-LIB 1.0 and 2.0).
+VNN-COMP's headerless three-column files work as they are; a header row
+``onnx,vnnlib,timeout[,norm,c,output_norm]`` adds per-row overrides of the command line's
+Lipschitz options (``c`` as a quoted comma list, ``"1,-1"``, or a file).
 Every row is checked — files read, networks loaded, the objective matched to the network — before
 any query runs, and a bad row is refused with its row number.
 """
@@ -17,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from lipopt.batch.tasks import Task, file_digest, fingerprint, model_digest
-from lipopt.domain import Box, load_vector
+from lipopt.domain import Box, Disjunction, Domain, Polytope, load_vector
 from lipopt.io.onnx import load_onnx
-from lipopt.io.vnnlib import read_vnnlib_box
+from lipopt.io.vnnlib import read_vnnlib
 from lipopt.lipschitz import check_arguments
 from lipopt.network import Network
 
@@ -74,13 +76,13 @@ def read_instances(csv_path: str | Path, options: SolveOptions) -> list[Task]:
 
 def ignored_note(tasks: list[Task]) -> str | None:
     """A note when some properties assert something of the outputs: lipopt reads only their
-    input boxes (it computes a constant there; it does not verify the property)."""
+    input sets (it computes a constant there; it does not verify the property)."""
     with_outputs = sum(bool(t.inputs.get("ignored_output_assertions")) for t in tasks)
     if not with_outputs:
         return None
     return (
         f"note: the output assertions of {with_outputs} of {len(tasks)} VNN-LIB properties are "
-        "ignored; each query's domain is the property's input box"
+        "ignored; each query's domain is the property's input set"
     )
 
 
@@ -133,10 +135,11 @@ def _task(
     if key not in nets:
         nets[key] = load_onnx(onnx_path)
     network = nets[key]
-    box = read_vnnlib_box(vnnlib_path, network.input_dim)
+    prop = read_vnnlib(vnnlib_path, network.input_dim)
     kwargs = _row_options(row, options, base).as_kwargs()
-    domain = Box(box.lower, box.upper)
-    check_arguments(network, domain, **kwargs)  # what the query would refuse, refused now
+    domain = prop.domain  # handed to the solve as read: a box, a polytope or a union
+    # what the query would refuse, refused now (Domain does not name a union yet: issue 47)
+    check_arguments(network, domain, **kwargs)  # type: ignore[arg-type]
     inputs = {
         "onnx": row["onnx"],
         "vnnlib": row["vnnlib"],
@@ -144,7 +147,8 @@ def _task(
         "norm": kwargs["norm"],
         "c": kwargs["c"],
         "output_norm": kwargs["output_norm"],
-        "ignored_output_assertions": box.output_assertions,
+        "domain": domain_kind(domain),
+        "ignored_output_assertions": prop.output_assertions,
     }
     digest = model_digest(key)  # the .onnx file and the external data files it names
     parts = {"kind": "solve", "onnx": digest, "vnnlib": file_digest(str(vnnlib_path))}
@@ -158,6 +162,18 @@ def _task(
         fingerprint=fingerprint({**parts, "options": kwargs}),
         model_digest=digest,
     )
+
+
+def domain_kind(domain: Domain | Disjunction) -> str:
+    """What a result line records of a VNN-LIB query's input set: ``box``, ``polytope`` (a box
+    cut by linear rows) or ``union`` (of boxes and polytopes)."""
+    if isinstance(domain, Disjunction):
+        return "union"
+    if isinstance(domain, Polytope):
+        return "polytope"
+    if isinstance(domain, Box):
+        return "box"
+    raise TypeError(f"a VNN-LIB property gives no {type(domain).__name__}")
 
 
 def _row_options(row: dict[str, str], options: SolveOptions, base: Path) -> SolveOptions:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lipopt.domain import Domain
+from lipopt.domain import Disjunction, Domain
 from lipopt.status import Unsolved
 
 #: the kinds of query: a Lipschitz constant (``lipopt solve``) or a certified radius
@@ -39,7 +39,8 @@ class Task:
         id: unique within the batch and stable across reruns (``row 3``, ``point 7 radius 0.02``).
         kind: ``solve`` or ``certify``.
         model: the ONNX file's absolute path (workers load it themselves).
-        domain: the domain (a box from VNN-LIB, or the ball around a point).
+        domain: the domain: a VNN-LIB property's input set (a box, a polytope, or a union of
+            them, as read), or the ball around a point.
         options: keyword arguments of :func:`lipopt.lipschitz` / :func:`lipopt.certify`.
         inputs: what the result line records of the query (paths as the user gave them).
         fingerprint: SHA-256 of the files' contents and the options.
@@ -52,7 +53,7 @@ class Task:
     id: str
     kind: str
     model: str
-    domain: Domain
+    domain: Domain | Disjunction
     options: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""

@@ -1,4 +1,6 @@
-"""Tests for lipopt.io.vnnlib: the VNN-COMP layouts of an input box, and every refusal.
+"""Tests for lipopt.io.vnnlib: the VNN-COMP layouts of an input box, and every refusal, by the
+box reader (read_vnnlib_box) and, where the set is a box, by read_vnnlib too. Polytopes and
+unions: tests/io/test_vnnlib_sets.py; VNN-LIB 2.0: tests/io/test_vnnlib2.py.
 
 Expected boxes are the numbers the tests wrote into the files, never the reader's own output.
 """
@@ -11,7 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lipopt.io.vnnlib import MAX_TERM_CHARS, VnnlibBox, VnnlibError, read_vnnlib_box
+from lipopt.domain import Box
+from lipopt.io.vnnlib import (
+    MAX_TERM_CHARS,
+    VnnlibBox,
+    VnnlibError,
+    read_vnnlib,
+    read_vnnlib_box,
+)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -28,6 +37,7 @@ def _write(tmp_path: Path, text: str, name: str = "prop.vnnlib") -> Path:
 
 
 def _assert_box(box: VnnlibBox, lower: list[float], upper: list[float], outputs: int) -> None:
+    """``box`` is the expected box; so is the domain read_vnnlib reads from the same file."""
     assert isinstance(box, VnnlibBox)
     assert box.lower.dtype == np.float64 and box.upper.dtype == np.float64
     assert box.lower.shape == (len(lower),) and box.upper.shape == (len(upper),)
@@ -36,9 +46,27 @@ def _assert_box(box: VnnlibBox, lower: list[float], upper: list[float], outputs:
     assert box.output_assertions == outputs
 
 
-def _refusal(path: Path, phrase: str, input_dim: int | None = None) -> str:
+def _assert_same_domain(path: Path, box: VnnlibBox) -> None:
+    """read_vnnlib reads the box read_vnnlib_box read (a Box), or refuses a flat one."""
+    if np.any(box.lower == box.upper):
+        _refusal(path, "lower < upper", reader=read_vnnlib)
+        return
+    prop = read_vnnlib(path)
+    assert isinstance(prop.domain, Box) and prop.version == "1.0"
+    np.testing.assert_array_equal(prop.domain.lower, box.lower)
+    np.testing.assert_array_equal(prop.domain.upper, box.upper)
+    assert prop.output_assertions == box.output_assertions
+
+
+def _read(path: Path, input_dim: int | None = None) -> VnnlibBox:
+    box = read_vnnlib_box(path, input_dim=input_dim)
+    _assert_same_domain(path, box)
+    return box
+
+
+def _refusal(path: Path, phrase: str, input_dim: int | None = None, reader=read_vnnlib_box) -> str:
     with pytest.raises(VnnlibError) as info:
-        read_vnnlib_box(path, input_dim=input_dim)
+        reader(path, input_dim=input_dim)
     message = str(info.value)
     assert phrase in message
     assert "\n" not in message
@@ -54,7 +82,7 @@ def test_acasxu_style_one_bound_per_assert(tmp_path: Path) -> None:
     for i in range(5):
         text += f"(assert (<= X_{i} {upper[i]}))\n(assert (>= X_{i} {lower[i]}))\n"
     text += "(assert (>= Y_0 3.991125645861615))\n"
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), lower, upper, outputs=1)
+    _assert_box(_read(_write(tmp_path, text)), lower, upper, outputs=1)
 
 
 def test_bounds_inside_one_and(tmp_path: Path) -> None:
@@ -63,7 +91,7 @@ def test_bounds_inside_one_and(tmp_path: Path) -> None:
         " (and (>= X_2 2) (<= X_2 3))))\n"
         "(assert (<= Y_0 Y_1))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [-1, 0.25, 2], [1, 0.75, 3], outputs=1)
+    _assert_box(_read(_write(tmp_path, text)), [-1, 0.25, 2], [1, 0.75, 3], outputs=1)
 
 
 def test_or_with_one_branch_is_that_branch(tmp_path: Path) -> None:
@@ -71,7 +99,7 @@ def test_or_with_one_branch_is_that_branch(tmp_path: Path) -> None:
         "(assert (or (and (>= X_0 0.1) (<= X_0 0.2) (>= X_1 -0.3) (<= X_1 -0.2))))\n"
         "(assert (or (and (>= Y_0 Y_1)) (and (>= Y_0 Y_2))))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0.1, -0.3], [0.2, -0.2], outputs=1)
+    _assert_box(_read(_write(tmp_path, text)), [0.1, -0.3], [0.2, -0.2], outputs=1)
 
 
 def test_scientific_notation(tmp_path: Path) -> None:
@@ -80,7 +108,7 @@ def test_scientific_notation(tmp_path: Path) -> None:
         "(assert (>= X_1 -2E+1))\n(assert (<= X_1 1e1))\n"
         "(assert (>= X_2 -7.25e0))\n(assert (<= X_2 3))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0.0015, -20, -7.25], [0.025, 10, 3], 0)
+    _assert_box(_read(_write(tmp_path, text)), [0.0015, -20, -7.25], [0.025, 10, 3], 0)
 
 
 def test_comments_on_own_lines_and_at_line_ends(tmp_path: Path) -> None:
@@ -95,7 +123,7 @@ def test_comments_on_own_lines_and_at_line_ends(tmp_path: Path) -> None:
         "  -0.5))\n"
         "(assert (<= Y_0 0)) ;; output\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [-0.5], [0.5], outputs=1)
+    _assert_box(_read(_write(tmp_path, text)), [-0.5], [0.5], outputs=1)
 
 
 def test_output_assertions_are_counted_and_ignored(tmp_path: Path) -> None:
@@ -105,7 +133,7 @@ def test_output_assertions_are_counted_and_ignored(tmp_path: Path) -> None:
         "(assert (<= (+ Y_0 (* 2 Y_1)) (- 3)))\n"
         "(assert (not (= Y_2 0.5)))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0], [1], outputs=3)
+    _assert_box(_read(_write(tmp_path, text)), [0], [1], outputs=3)
 
 
 def test_number_first(tmp_path: Path) -> None:
@@ -113,7 +141,7 @@ def test_number_first(tmp_path: Path) -> None:
         "(assert (<= 0.125 X_0))\n(assert (>= 0.875 X_0))\n"
         "(assert (< -4 X_1))\n(assert (> 4 X_1))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0.125, -4], [0.875, 4], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [0.125, -4], [0.875, 4], outputs=0)
 
 
 def test_unary_minus(tmp_path: Path) -> None:
@@ -121,12 +149,12 @@ def test_unary_minus(tmp_path: Path) -> None:
         "(assert (>= X_0 (- 0.5)))\n(assert (<= X_0 (- 0.25)))\n"
         "(assert (<= (- 3) X_1))\n(assert (<= X_1 (- (- 2))))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [-0.5, -3], [-0.25, 2], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [-0.5, -3], [-0.25, 2], outputs=0)
 
 
 def test_equality_gives_both_bounds(tmp_path: Path) -> None:
     text = _declare(2) + "(assert (= X_0 0.3))\n(assert (= -1.5 X_1))\n"
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0.3, -1.5], [0.3, -1.5], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [0.3, -1.5], [0.3, -1.5], outputs=0)
 
 
 def test_several_bounds_on_one_input_intersect(tmp_path: Path) -> None:
@@ -134,12 +162,12 @@ def test_several_bounds_on_one_input_intersect(tmp_path: Path) -> None:
         "(assert (>= X_0 -3))\n(assert (>= X_0 -1))\n(assert (>= X_0 -2))\n"
         "(assert (<= X_0 5))\n(assert (<= X_0 2))\n(assert (and (<= X_0 4) (< X_0 2)))\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [-1], [2], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [-1], [2], outputs=0)
 
 
 def test_chained_comparison(tmp_path: Path) -> None:
     text = _declare(2) + "(assert (<= -0.5 X_0 0.5))\n(assert (>= 2 X_1 1))\n"
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [-0.5, 1], [0.5, 2], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [-0.5, 1], [0.5, 2], outputs=0)
 
 
 def test_declarations_in_any_order_and_ignored_commands(tmp_path: Path) -> None:
@@ -148,7 +176,7 @@ def test_declarations_in_any_order_and_ignored_commands(tmp_path: Path) -> None:
         "(assert (<= X_0 1))\n(assert (>= X_0 0))\n(assert (<= X_1 3))\n(assert (>= X_1 2))\n"
         "(check-sat)\n(get-model)\n"
     )
-    _assert_box(read_vnnlib_box(_write(tmp_path, text)), [0, 2], [1, 3], outputs=0)
+    _assert_box(_read(_write(tmp_path, text)), [0, 2], [1, 3], outputs=0)
 
 
 def test_gzip_file(tmp_path: Path) -> None:
@@ -158,7 +186,7 @@ def test_gzip_file(tmp_path: Path) -> None:
     )
     path = tmp_path / "prop.vnnlib.gz"
     path.write_bytes(gzip.compress(text.encode()))
-    _assert_box(read_vnnlib_box(str(path)), [0.1, -0.9], [0.9, -0.1], outputs=1)
+    _assert_box(_read(path), [0.1, -0.9], [0.9, -0.1], outputs=1)
 
 
 def test_mnist_style_784_inputs(tmp_path: Path) -> None:
@@ -177,7 +205,7 @@ def test_mnist_style_784_inputs(tmp_path: Path) -> None:
         lines.append(f"(assert (>= X_{i} {float(lower[i])!r}))")
     branches = " ".join(f"(and (>= Y_{j} Y_7))" for j in range(10) if j != 7)
     lines.append(f"(assert (or {branches}))")
-    box = read_vnnlib_box(_write(tmp_path, "\n".join(lines) + "\n"), input_dim=784)
+    box = _read(_write(tmp_path, "\n".join(lines) + "\n"), input_dim=784)
     assert box.lower.shape == (784,) and box.upper.shape == (784,)
     assert box.lower.dtype == np.float64
     assert np.array_equal(box.lower, lower) and np.array_equal(box.upper, upper)
@@ -196,18 +224,22 @@ NOT_A_BOX = "input set is not a box"
 BOUNDED = "(assert (>= X_0 0))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"
 
 REFUSALS = {
-    "linear input constraint": (_declare(2) + BOUNDED + "(assert (<= (+ X_0 X_1) 1))", NOT_A_BOX),
-    "scaled input": (_declare(2) + BOUNDED + "(assert (<= (* 2 X_0) 1))", NOT_A_BOX),
-    "union of boxes": (
-        _declare(2, 1)
-        + "(assert (or (and (>= X_0 0) (<= X_0 1) (>= X_1 0) (<= X_1 1))"
-        + " (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 1))))",
-        "union of boxes",
+    "input vs output": (
+        _declare(2, 1) + BOUNDED + "(assert (<= X_0 Y_0))",
+        "must not mention an output",
     ),
-    "input vs output": (_declare(2, 1) + BOUNDED + "(assert (<= X_0 Y_0))", NOT_A_BOX),
-    "input vs input": (_declare(2) + BOUNDED + "(assert (<= X_0 X_1))", NOT_A_BOX),
-    "not": (_declare(2) + BOUNDED + "(assert (not (<= X_0 0.5)))", NOT_A_BOX),
-    "binary minus": (_declare(2) + BOUNDED + "(assert (<= X_0 (- 1 0.5)))", NOT_A_BOX),
+    "not": (
+        _declare(2) + BOUNDED + "(assert (not (<= X_0 0.5)))",
+        "unsupported input constraint (not",
+    ),
+    "product of inputs": (
+        _declare(2) + BOUNDED + "(assert (<= (* X_0 X_1) 0.5))",
+        "a non-linear term (a product of inputs) (* X_0 X_1)",
+    ),
+    "division": (
+        _declare(2) + BOUNDED + "(assert (<= (/ X_0 2) 0.5))",
+        "unsupported term (/ X_0 2)",
+    ),
     "output constraint in an input conjunction": (
         _declare(2, 1) + BOUNDED + "(assert (and (<= X_0 0.5) (>= Y_0 0)))",
         "output constraint in the same assert",
@@ -267,11 +299,43 @@ REFUSALS = {
 }
 
 
+#: sets that read_vnnlib takes (tests/io/test_vnnlib_sets.py) and the box reader refuses
+NOT_BOXES = {
+    "linear input constraint": (_declare(2) + BOUNDED + "(assert (<= (+ X_0 X_1) 1))", NOT_A_BOX),
+    "input vs input": (_declare(2) + BOUNDED + "(assert (<= X_0 X_1))", NOT_A_BOX),
+    "union of boxes": (
+        _declare(2, 1)
+        + "(assert (or (and (>= X_0 0) (<= X_0 1) (>= X_1 0) (<= X_1 1))"
+        + " (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 1))))",
+        "not a box: a union of 2 input sets",
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", [read_vnnlib_box, read_vnnlib])
 @pytest.mark.parametrize("case", sorted(REFUSALS))
-def test_refusals(tmp_path: Path, case: str) -> None:
+def test_refusals(tmp_path: Path, case: str, reader) -> None:
     text, phrase = REFUSALS[case]
-    message = _refusal(_write(tmp_path, text + "\n"), phrase)
+    message = _refusal(_write(tmp_path, text + "\n"), phrase, reader=reader)
     assert len(message) < len(str(tmp_path)) + 250
+
+
+@pytest.mark.parametrize("case", sorted(NOT_BOXES))
+def test_the_box_reader_refuses_other_sets(tmp_path: Path, case: str) -> None:
+    text, phrase = NOT_BOXES[case]
+    path = _write(tmp_path, text + "\n")
+    message = _refusal(path, phrase)
+    assert len(message) < len(str(tmp_path)) + 250
+    assert not isinstance(read_vnnlib(path).domain, Box)  # the new reader takes them
+
+
+def test_a_scaled_input_and_a_difference_of_numbers_are_bounds(tmp_path: Path) -> None:
+    """``(* 2 X_0) <= 1`` is ``X_0 <= 0.5`` exactly, and ``(- 1 0.25)`` is 0.75 exactly."""
+    text = _declare(2) + (
+        "(assert (<= (* 2 X_0) 1))\n(assert (<= (* -4 X_0) 1))\n"
+        "(assert (<= X_1 (- 1 0.25)))\n(assert (>= X_1 (- 0.5)))\n"
+    )
+    _assert_box(_read(_write(tmp_path, text)), [-0.25, -0.5], [0.5, 0.75], outputs=0)
 
 
 def test_refusal_cases_start_from_a_valid_box(tmp_path: Path) -> None:
