@@ -60,9 +60,8 @@ def run_task(task: Task, network: Network | None = None, attempts: int = 1) -> d
     Dask worker receives it scattered), else it is loaded from ``task.model``."""
     net = network if network is not None else network_of(task)
     if task.kind == "solve":
-        # a union (Disjunction) of a VNN-LIB or is passed as read; lipschitz()'s Domain type
-        # does not name it yet (issue 47: the max over the parts)
-        result = lipschitz(net, task.domain, **task.options)  # type: ignore[arg-type]
+        # a union (Disjunction) of a VNN-LIB or is passed as read: the max over its parts
+        result = lipschitz(net, task.domain, **task.options)
         return {**header(task, attempts), **result.to_dict(), "model": task.inputs["onnx"]}
     answer = certify(net, task.domain, **task.options).to_dict()  # type: ignore[arg-type]
     statuses = list(answer["statuses"].values())

@@ -138,8 +138,7 @@ def _task(
     prop = read_vnnlib(vnnlib_path, network.input_dim)
     kwargs = _row_options(row, options, base).as_kwargs()
     domain = prop.domain  # handed to the solve as read: a box, a polytope or a union
-    # what the query would refuse, refused now (Domain does not name a union yet: issue 47)
-    check_arguments(network, domain, **kwargs)  # type: ignore[arg-type]
+    check_arguments(network, domain, **kwargs)  # what the query would refuse, refused now
     inputs = {
         "onnx": row["onnx"],
         "vnnlib": row["vnnlib"],

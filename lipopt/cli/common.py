@@ -14,7 +14,11 @@ from typing import Any
 from lipopt import config
 from lipopt.cli.solvers import solver_help
 from lipopt.domain import (
+    Box,
     Domain,
+    L1Ball,
+    L2Ball,
+    LinfBall,
     DomainError,
     intersect,
     parse_ball,
@@ -189,7 +193,7 @@ def domain_from_args(args: argparse.Namespace, network: Network) -> Domain:
     return intersect(_base_domain(args, d), bounds, cut)
 
 
-def _base_domain(args: argparse.Namespace, d: int) -> Domain:
+def _base_domain(args: argparse.Namespace, d: int) -> Box | LinfBall | L1Ball | L2Ball:
     """The box or ball of --box or --center/--radius (exactly one)."""
     if args.box is not None and (args.center is not None or args.radius is not None):
         raise DomainError("give either --box or --center/--radius, not both")

@@ -21,7 +21,7 @@ from lipopt.domain.shapes import (
     check_dimension,
 )
 
-Domain = Union[Box, LinfBall, L1Ball, L2Ball, Polytope, Intersection]
+Domain = Union[Box, LinfBall, L1Ball, L2Ball, Polytope, Intersection, Disjunction]
 
 __all__ = [
     "BALLS",
