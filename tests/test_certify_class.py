@@ -159,3 +159,23 @@ def test_cli_method_class(tmp_path, capsys):
     expected = certify(net, LinfBall(x, 0.2), method="class")
     assert data["method"] == "class" and set(data["lipschitz"]) == {"class"}
     assert data["lipschitz"]["class"] == pytest.approx(expected.lipschitz["class"], rel=1e-9)
+
+
+def test_certify_points_with_method_class_equal_certify_alone(tmp_path, capsys):
+    """``certify --points --method class``: each JSON line's class constant is the single
+    call's, for each point's own predicted class."""
+    net = random_network(np.random.default_rng(8), [2, 6, 6, 4])
+    model = str(save_onnx(net, tmp_path / "net.onnx"))
+    points = np.array([[0.1, 0.2], [0.7, 0.4]])
+    np.save(tmp_path / "x.npy", points)
+    out = tmp_path / "c.jsonl"
+    argv = ["certify", model, "--points", str(tmp_path / "x.npy"), "--radius", "0.2",
+            "--method", "class", "--out", str(out), "--jobs", "1", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    lines = sorted((json.loads(v) for v in out.read_text().splitlines()), key=lambda v: v["id"])
+    assert len(lines) == 2
+    for line, x in zip(lines, points):
+        alone = certify(net, LinfBall(x, 0.2), method="class")
+        assert line["method"] == "class" and line["predicted"] == alone.predicted
+        assert line["lipschitz"]["class"] == pytest.approx(alone.lipschitz["class"], rel=1e-6)
