@@ -6,7 +6,14 @@ with each method of :func:`lipopt.certify`:
 
 - ``naive``:    ``min_j f_ij(x) / max_j L(f_ij)``, one LipMIP per class pair (c = e_i - e_j);
 - ``pairwise``: ``min_j f_ij(x) / L(f_ij)``, the same LipMIPs, each pair with its own constant;
-- ``cross``:    ``min_j f_ij(x) / L^(inf, cross)(f)``, one LipMIP with the cross-norm.
+- ``cross``:    ``min_j f_ij(x) / L^(inf, cross)(f)``, one LipMIP with the cross-norm;
+- ``class``:    ``min_j f_ij(x) / L^(inf, cross(i))(f)``, one LipMIP with the class-specific
+  cross-norm of the predicted class i (the paper's CrossLip(i), eqs. 118-119): dual vertices
+  e_i and e_i - e_j, so L = max(L(f_i), max_j L(f_ij)).
+
+Every radius is checked against the network itself: 2,000 points sampled uniformly in the
+l-inf ball of that radius and a projected-gradient attack (8 starts, 40 steps, every iterate
+checked) must all keep the predicted class (the "Sound" column).
 
 ``naive`` and ``pairwise`` solve the same m - 1 MIPs (they differ only in how the constants are
 combined); each method is timed by its own ``certify`` call, as a user would run it.
@@ -48,7 +55,10 @@ import lipopt  # noqa: E402
 from lipopt import Affine, LinfBall, Network, ReLU, certify  # noqa: E402
 from lipopt.atomic import write_text_atomic  # noqa: E402
 
-METHODS = ("naive", "pairwise", "cross")
+METHODS = ("naive", "pairwise", "cross", "class")
+
+#: the soundness check of each radius: uniform samples, attack starts and steps
+SAMPLES, ATTACK_STARTS, ATTACK_STEPS = 2000, 8, 40
 
 #: the paper: dim 8, 2000 points, 200 leaders, 100 classes, [8, 40, 40, 40, 100], radius 0.1,
 #: CrossEntropy + 5e-4 * sum_k ||W_k||_1, Adam lr 1e-3, 2000 epochs.
@@ -81,6 +91,7 @@ class Row:
     radius: float
     uncapped: float
     certified_ball: bool
+    sound: bool  # no sampled or attacked point within the radius changes the class
     statuses: dict[str, int] = field(default_factory=dict)
 
 
@@ -129,13 +140,39 @@ def train_network(cfg: Config) -> tuple[Network, np.ndarray, np.ndarray, float, 
 
 
 def _value_used(res: lipopt.CertifyResult, method: str) -> float:
-    """naive: max_j L(f_ij); cross: L^(inf,x); pairwise: L(f_ij*) of the binding pair j*."""
-    if method == "cross":
-        return res.lipschitz["cross"]
+    """naive: max_j L(f_ij); cross: L^(inf,x); class: L^(inf,x(i)); pairwise: L(f_ij*) of the
+    binding pair j*."""
+    if method in ("cross", "class"):
+        return res.lipschitz[method]
     if method == "naive":
         return max(res.lipschitz.values())
     ratios = {k: (res.margins[k] / v if v > 0 else float("inf")) for k, v in res.lipschitz.items()}
     return res.lipschitz[min(ratios, key=ratios.get)]
+
+
+def keeps_class(
+    net: Network, x: np.ndarray, predicted: int, radius: float, rng: np.random.Generator
+) -> bool:
+    """No point within l-inf distance ``radius`` of x that sampling or a projected-gradient
+    attack on ``max_j f_j - f_i`` finds changes the predicted class i."""
+    if radius <= 0:
+        return True
+    r = radius * (1 - 1e-9)  # the certified set is open (Lemma 9 is strict)
+    points = x + rng.uniform(-r, r, size=(SAMPLES, x.size))
+    if np.any(np.argmax(net.forward(points), axis=1) != predicted):
+        return False
+    eye = np.eye(net.output_dim)
+    for y in points[:ATTACK_STARTS]:
+        for _ in range(ATTACK_STEPS):
+            out = net.forward(y)
+            if int(np.argmax(out)) != predicted:
+                return False
+            rival = int(np.argmax(np.where(eye[predicted] > 0, -np.inf, out)))
+            step = np.sign(net.gradients(y, eye[rival] - eye[predicted])) * radius / 10
+            y = x + np.clip(y + step - x, -r, r)
+        if int(np.argmax(net.forward(y))) != predicted:
+            return False
+    return True
 
 
 def run(
@@ -168,13 +205,14 @@ def run(
                 radius=res.radius,
                 uncapped=res.uncapped_radius,
                 certified_ball=res.certified_ball,
+                sound=keeps_class(net, xs[idx], res.predicted, res.radius, rng),
                 statuses=statuses,
             )
             rows.append(row)
             log(
                 f"point {n + 1}/{len(chosen)} (#{idx}, class {res.predicted}) {method:8s} "
                 f"{res.seconds:7.2f} s  value {row.value:9.4f}  radius {res.uncapped_radius:.5f}  "
-                f"{statuses}"
+                f"{statuses}{'' if row.sound else '  NOT SOUND'}"
             )
     return rows, chosen
 
@@ -188,16 +226,24 @@ def _mean_std(values: list[float], fmt: str = "{:.3f}") -> str:
 PAPER_NOTE = """\
 The paper's Table 5: 100 classes, 200 leaders, [8, 40, 40, 40, 100], 2000 epochs, radius 0.1,
 10 networks x 20 points, Gurobi; Naive 97.7 ± 104.3 s, the class-specific cross-norm
-(CrossLip(i)) 6.2 ± 14.3 s with a value 4.4x larger (+441%). Differences here:
+(CrossLip(i)) 6.2 ± 14.3 s with a value 4.4x larger (+441%); MIPCrossLip(i) gave the same
+value (in the authors' code presumably trueTargetCrossLipschitz: the same vertices, chosen by
+binaries). Differences here:
 
-- One network, 20 classes, HiGHS, and (by default) radius 0.05. At radius 0.1 on the default
-  network a pair MIP takes 2-3 s but the cross-norm MIP 40-80 s, so `cross` is no faster than
-  all 19 pair MIPs together (see the run at radius 0.1 below, if present).
+- One network, 20 classes, HiGHS, and (by default) radius 0.05. A pair MIP (c = e_i - e_j)
+  fixes the backward pass's seed; the cross and class MIPs leave the dual vector w free, so
+  the sign of every input-gradient coordinate is open and their LP relaxations are far weaker:
+  the one MIP is slower than all 19 pair MIPs together here, and at radius 0.1 it can reach
+  the time limit (see the run at radius 0.1 below, if present).
 - `cross` is the cross-norm of Definition 22. Its dual ball E has the vertices e_k and
   e_k - e_l for *every* k != l, and the objective is convex in w, so
   L^(inf,x)(f) = max(max_k L(f_k), max_{k != l} L(f_k - f_l)): pairs that do not involve the
-  predicted class i count too. The paper's CrossLip(i) (its eqs. 118-119) keeps only the pairs
-  e_i - e_j of the predicted class, which gives a smaller constant.
+  predicted class i count too.
+- `class` is the paper's CrossLip(i) (eqs. 118-119): the dual ball P(i) = conv({e_i - e_j} u
+  {e_i}), as the authors' code states it (lipMIP's targetCrossLipschitz: w_i = 1,
+  w_j in [-1, 0], sum_j w_j >= -1), so L^(inf,x(i))(f) = max(L(f_i), max_j L(f_ij)): between
+  naive's max_j L(f_ij) and cross. lipopt solves it as one exact LipMIP, the linf output norm
+  of A f with A's rows the vertices e_i, e_i - e_j (A folded into the last layer).
 - `naive` and `pairwise` solve the same m - 1 MIPs (c = e_i - e_j); they differ only in how the
   constants are combined, so their times measure the same work twice.
 - Full-batch training (the paper does not give a batch size). Leaders = 2 x classes keeps the
@@ -216,6 +262,7 @@ def render(
         "naive": "Naive (max_j L(f_ij))",
         "pairwise": "Pairwise (per-pair L(f_ij))",
         "cross": "Cross-norm L^(inf,x)",
+        "class": "Class cross-norm L^(inf,x(i))",
     }
     title = (
         "Table 5 (shape): multi-class robustness certification"
@@ -250,15 +297,18 @@ def render(
         "Time: mean ± std of one `lipopt.certify(net, LinfBall(x, r), method=...)` call (bounds, "
         "model build, every MIP, verification). Value: the Lipschitz constant the radius divides "
         "by (naive: max_j L(f_ij); pairwise: L(f_ij) of the pair that sets the radius; cross: "
-        "L^(inf,x)(f)). Effective L: min_j f_ij(x) / radius, which puts the three methods on one "
-        "scale (equal to Value for naive and cross). Radius: margin / L before capping (the "
-        "certified radius is min(this, r)). The 'vs naive' columns average per-point ratios to "
-        "naive at the same point. Ball certified: points whose whole ball of radius r is "
-        "certified. MIP status: solver statuses summed over all MIPs of the method.",
+        "L^(inf,x)(f); class: L^(inf,x(i))(f) = max(L(f_i), max_j L(f_ij)), the paper's "
+        "CrossLip(i)). Effective L: min_j f_ij(x) / radius, which puts the methods on one "
+        "scale (equal to Value for naive, cross and class). Radius: margin / L before capping "
+        "(the certified radius is min(this, r)). The 'vs naive' columns average per-point ratios "
+        "to naive at the same point. Ball certified: points whose whole ball of radius r is "
+        f"certified. Sound: points whose certified radius survived {SAMPLES} uniform samples "
+        f"and a projected-gradient attack ({ATTACK_STARTS} starts x {ATTACK_STEPS} steps) "
+        "within it. MIP status: solver statuses summed over all MIPs of the method.",
         "",
         "| Method | Time (s) | Value | Effective L | Effective L vs naive | Radius (uncapped) | "
-        "Radius vs naive | Ball certified | MIP status |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "Radius vs naive | Ball certified | Sound | MIP status |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in METHODS:
         rs = by[m]
@@ -277,21 +327,27 @@ def render(
             f"{_percent(statistics.mean(rel))} | "
             f"{_mean_std([r.uncapped for r in rs], '{:.5f}')} | "
             f"{statistics.mean(rad_rel):.3f}x | {sum(r.certified_ball for r in rs)}/{len(rs)} | "
+            f"{sum(r.sound for r in rs)}/{len(rs)} | "
             f"{', '.join(f'{k} {v}' for k, v in sorted(status.items()))} |"
         )
     t_naive = statistics.mean(r.seconds for r in by["naive"])
     t_cross = statistics.mean(r.seconds for r in by["cross"])
+    t_class = statistics.mean(r.seconds for r in by["class"])
     lines += [
         "",
-        f"Mean time of `naive` / mean time of `cross`: {t_naive / t_cross:.2f}.",
+        f"Mean time of `naive` / mean time of `cross`: {t_naive / t_cross:.2f}; of `naive` / "
+        f"`class`: {t_naive / t_class:.2f}.",
         "",
-        "Proposition 7 of the paper gives, at every point, cross radius <= naive radius <= "
-        "pairwise radius; "
+        "Proposition 7 of the paper, with P(i) between the pairs e_i - e_j and E, gives at every "
+        "point cross radius <= class radius <= naive radius <= pairwise radius (for exact "
+        "constants); "
         + (
             "it holds at every point here."
-            if _prop7_holds(by)
+            if _order_holds(by)
             else "**it is violated at some point here.**"
         ),
+        "",
+        _class_vs_naive(by),
         "",
         f"{h}# Per point",
         "",
@@ -314,15 +370,31 @@ def _percent(ratio: float) -> str:
     return f"{0.0 if abs(ratio) < 5e-5 else ratio * 100:+.2f}%"
 
 
-def _prop7_holds(by: dict[str, list[Row]]) -> bool:
+def _order_holds(by: dict[str, list[Row]]) -> bool:
+    """cross <= class <= naive <= pairwise at every point (uncapped radii)."""
     tol = 1e-7
-    for c, n, p in zip(by["cross"], by["naive"], by["pairwise"]):
-        if not (
-            c.uncapped <= n.uncapped * (1 + tol) + tol
-            and n.uncapped <= p.uncapped * (1 + tol) + tol
-        ):
+    order = ("cross", "class", "naive", "pairwise")
+    for rows in zip(*(by[m] for m in order)):
+        radii = [r.uncapped for r in rows]
+        if any(a > b * (1 + tol) + tol for a, b in zip(radii, radii[1:])):
             return False
     return True
+
+
+def _class_vs_naive(by: dict[str, list[Row]]) -> str:
+    """At how many points the class constant max(L(f_i), max_j L(f_ij)) is naive's max_j
+    L(f_ij) (the vertex e_i never the largest), and at how many L(f_i) raises it."""
+    tol = 1e-6
+    pairs = list(zip(by["class"], by["naive"]))
+    same = sum(abs(c.value - n.value) <= tol * max(1.0, n.value) for c, n in pairs)
+    above = [c.value / n.value for c, n in pairs if c.value > n.value * (1 + tol)]
+    text = (
+        f"The class constant equals naive's max_j L(f_ij) at {same} of {len(pairs)} points "
+        "(there the vertex e_i, i.e. L(f_i), is not the largest)"
+    )
+    if above:
+        text += f"; L(f_i) raises it at {len(above)}, by up to {max(above):.2f}x"
+    return text + "."
 
 
 def _lipopt_state() -> str:

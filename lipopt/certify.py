@@ -5,12 +5,16 @@ Multi-class (class ``i = argmax f(x)``, margins ``f_ij = f_i - f_j``), Lemma 9 /
 
 - ``pairwise``: ``r = min_j f_ij(x) / L(f_ij)``, one LipMIP per class pair (c = e_i - e_j);
 - ``naive``:    ``r = min_j f_ij(x) / max_j L(f_ij)``, the same MIPs with the per-pair maximum;
-- ``cross``:    ``r = min_j f_ij(x) / L^(α,×)(f)``, one LipMIP with the cross-norm.
+- ``cross``:    ``r = min_j f_ij(x) / L^(α,×)(f)``, one LipMIP with the cross-norm;
+- ``class``:    ``r = min_j f_ij(x) / L^(α,×(i))(f)``, one LipMIP with the class-specific
+  cross-norm of the predicted class (eqs. 118-119; :func:`class_vertices`).
 
-Proposition 7 gives ``cross <= naive <= pairwise``. Every L used is a certified upper bound (the
-solver's proven bound), so each radius is certified even when a solve is stopped early. The
-constant holds over the domain (the requested ball around x), so the certified set is the part
-of that ball within ``r`` of x; a radius beyond the ball's is capped at it.
+Proposition 7 gives ``cross <= naive <= pairwise``; the dual ball of ``×(i)`` lies in the
+cross-norm's and contains every ``e_i - e_j``, so ``cross <= class <= naive``. Every L used is a
+certified upper bound (the solver's proven bound), so each radius is certified even when a solve
+is stopped early. The constant holds over the domain (the requested ball around x), so the
+certified set is the part of that ball within ``r`` of x; a radius beyond the ball's is capped at
+it.
 
 Time: ``time_limit`` bounds each constant's solve; ``total_time_limit`` bounds the whole call,
 each constant getting ``min(time_limit, what is left)``. Once the total is spent, the constants
@@ -32,7 +36,7 @@ from numpy.typing import ArrayLike
 from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.domain import BALLS, L1Ball, L2Ball, LinfBall
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
-from lipopt.network import Network
+from lipopt.network import Affine, Network
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.status import Status, Unsolved
 
@@ -47,8 +51,51 @@ BUDGET_SPENT = Unsolved.TOTAL_TIME_LIMIT
 
 class CertifyMethod(str, Enum):
     CROSS = "cross"
+    CLASS = "class"
     PAIRWISE = "pairwise"
     NAIVE = "naive"
+
+
+def class_vertices(m: int, predicted: int) -> np.ndarray:
+    """The vertices of the dual ball of the class-specific cross-norm ``×(i)``, one per row.
+
+    The paper (eqs. 118-119) defines, for the predicted class i,
+    ``||z||_×(i) = sup_{y ∈ P(i)} |y^T z|`` with ``P(i) = conv({e_i - e_j} ∪ {e_i})``; the
+    authors' code (``targetCrossLipschitz``) states it as ``w_i = 1, w_j ∈ [-1, 0] (j != i),
+    Σ_{j != i} w_j >= -1``, whose vertices are ``e_i`` and ``e_i - e_j``. So
+    ``||z||_×(i) = max(|z_i|, max_{j != i} |z_i - z_j|)``, and, the objective being convex in
+    the dual vector, ``L^(α,×(i))(f) = max(L^α(f_i), max_{j != i} L^α(f_i - f_j))``.
+
+    ``e_i`` is what makes ``×(i)`` a norm (with it the m vertices are linearly independent;
+    Lemma 10): without it the constant would be ``max_j L^α(f_ij)``, the ``naive`` one. As
+    every ``e_i - e_j`` lies in ``P(i)`` (eq. 115 holds) and ``P(i) ⊆ E`` (Definition 22),
+    ``max_j L^α(f_ij) <= L^(α,×(i)) <= L^(α,×)``: Theorem 10 certifies its radius, and
+    ``cross <= class <= naive <= pairwise``.
+
+    Args:
+        m: the number of outputs (classes).
+        predicted: the predicted class i.
+
+    Returns:
+        ``A`` of shape (m, m): row 0 is ``e_i``, then ``e_i - e_j`` for each ``j != i`` in
+        order; ``||z||_×(i) = ||A z||_∞``.
+    """
+    eye = np.eye(m)
+    return np.vstack(
+        [eye[predicted], *(eye[predicted] - eye[j] for j in range(m) if j != predicted)]
+    )
+
+
+def class_network(network: Network, predicted: int) -> Network:
+    """``A f`` with ``A`` = :func:`class_vertices`: its ℓ∞ output norm is ``f``'s ``×(i)``, so
+    ``L^(α,×(i))(f) = L^(α,∞)(A f)`` (``||A z||_∞ = max over the vertices |v^T z|``), one exact
+    LipMIP over the ℓ1 dual ball of the m outputs of ``A f``. Only the last affine map changes
+    (``A W_L``, ``A b_L``); the hidden layers, their bounds and binaries are ``f``'s."""
+    vertices = class_vertices(network.output_dim, predicted)
+    last = network.layers[-1]
+    assert isinstance(last, Affine)
+    mapped = last.then(Affine(vertices, np.zeros(len(vertices))))
+    return Network((*network.layers[:-1], mapped))
 
 
 @dataclass(frozen=True)
@@ -58,8 +105,8 @@ class CertifyResult:
     Attributes:
         predicted: the predicted class (binary: 1 if f(x) > 0 else 0).
         margins: ``f_i(x) - f_j(x)`` per other class j (binary: ``{"|f|": |f(x)|}``).
-        lipschitz: the constants used, by name (``"cross"``, ``"i-j"`` pairs, or ``"f"``):
-            each a proven upper bound, the exact constant where ``exact`` says so.
+        lipschitz: the constants used, by name (``"cross"``, ``"class"``, ``"i-j"`` pairs, or
+            ``"f"``): each a proven upper bound, the exact constant where ``exact`` says so.
         radius: the certified radius in the input norm (capped at the ball's radius).
         uncapped_radius: margin / constant before capping.
         ball_radius: the radius of the requested ball.
@@ -106,18 +153,20 @@ class _Constants:
         self.statuses: dict[str, str] = {}
         self.lower: dict[str, float | None] = {}
 
-    def __call__(self, name: str, **objective: Any) -> float:
-        """The constant ``name`` of ``c^T f`` (``c=...``) or under ``output_norm=...``."""
+    def __call__(self, name: str, network: Network | None = None, **objective: Any) -> float:
+        """The constant ``name`` of ``c^T f`` (``c=...``) or under ``output_norm=...``, of
+        ``network`` (default: the certificate's)."""
+        net = self.network if network is None else network
         left = self.deadline - time.perf_counter()
         if left <= 0:
-            value = propagated_constant(self.network, self.ball, self.norm, **objective)
+            value = propagated_constant(net, self.ball, self.norm, **objective)
             self.values[name], self.statuses[name], self.lower[name] = value, BUDGET_SPENT, None
             return value
         options = dict(self.options)
         if left != float("inf"):
             limit = options.get("time_limit")
             options["time_limit"] = left if limit is None else min(limit, left)
-        res = lipschitz(self.network, self.ball, norm=self.norm, **objective, **options)
+        res = lipschitz(net, self.ball, norm=self.norm, **objective, **options)
         self.values[name], self.statuses[name], self.lower[name] = res.value, res.status, res.lower
         return res.value
 
@@ -154,7 +203,8 @@ def check_certify(
     try:
         how = CertifyMethod(method)
     except ValueError:
-        choices = "cross, pairwise or naive"
+        *first, last = (m.value for m in CertifyMethod)
+        choices = f"{', '.join(first)} or {last}"
         raise LipschitzError(f"unknown method {method!r}; choose {choices}") from None
     total = total_time_limit
     if total is not None and (
@@ -163,7 +213,9 @@ def check_certify(
         raise LipschitzError(f"total time limit must be positive, got {total!r}")
     m = network.output_dim
     objective: dict[str, Any] = {}
-    if m > 1:
+    if m > 1 and how is CertifyMethod.CLASS:
+        network, objective = class_network(network, 0), {"output_norm": "linf"}
+    elif m > 1:
         pair = np.eye(m)[0] - np.eye(m)[1]
         objective = {"output_norm": "cross"} if how is CertifyMethod.CROSS else {"c": pair}
     check_arguments(network, ball, norm, **objective, **solve_options)
@@ -184,7 +236,7 @@ def certify(
         network: the classifier (one output: sign; several: argmax).
         ball: the ℓ∞, ℓ1 or ℓ2 ball around the input x; constants are taken over it, in the
             ball's own norm (the ℓ2 ball: the exact ℓ2 constant, :mod:`lipopt.formulation.l2`).
-        method: ``cross``, ``pairwise`` or ``naive`` (ignored for one output).
+        method: ``cross``, ``class``, ``pairwise`` or ``naive`` (ignored for one output).
         total_time_limit: seconds for the whole call: each constant's solve gets
             ``min(time_limit, what is left)``; once it is spent, the constants left are not
             solved but bounded by interval bounds (status :data:`BUDGET_SPENT`), so the radius
@@ -206,15 +258,7 @@ def certify(
         predicted = int(np.argmax(logits))
         others = [j for j in range(network.output_dim) if j != predicted]
         margins = {f"{predicted}-{j}": float(logits[predicted] - logits[j]) for j in others}
-        if how is CertifyMethod.CROSS:
-            raw = _ratio(min(margins.values()), constant("cross", output_norm="cross"))
-        else:
-            eye = np.eye(network.output_dim)
-            pair = {j: constant(f"{predicted}-{j}", c=eye[predicted] - eye[j]) for j in others}
-            if how is CertifyMethod.PAIRWISE:
-                raw = min(_ratio(margins[f"{predicted}-{j}"], pair[j]) for j in others)
-            else:
-                raw = _ratio(min(margins.values()), max(pair.values()))
+        raw = _multiclass_radius(network, how, predicted, margins, constant)
     return CertifyResult(
         predicted=predicted,
         margins=margins,
@@ -232,6 +276,27 @@ def certify(
         exact={name: status == Status.OPTIMAL for name, status in constant.statuses.items()},
         total_time_limit=None if total_time_limit is None else float(total_time_limit),
     )
+
+
+def _multiclass_radius(
+    network: Network,
+    how: CertifyMethod,
+    predicted: int,
+    margins: dict[str, float],
+    constant: _Constants,
+) -> float:
+    """The uncapped radius of ``how`` for the predicted class i, its margins by ``"i-j"``."""
+    if how is CertifyMethod.CROSS:
+        return _ratio(min(margins.values()), constant("cross", output_norm="cross"))
+    if how is CertifyMethod.CLASS:
+        mapped = class_network(network, predicted)
+        return _ratio(min(margins.values()), constant("class", mapped, output_norm="linf"))
+    eye = np.eye(network.output_dim)
+    others = [j for j in range(network.output_dim) if j != predicted]
+    pair = {j: constant(f"{predicted}-{j}", c=eye[predicted] - eye[j]) for j in others}
+    if how is CertifyMethod.PAIRWISE:
+        return min(_ratio(margins[f"{predicted}-{j}"], pair[j]) for j in others)
+    return _ratio(min(margins.values()), max(pair.values()))
 
 
 def _ratio(margin: float, constant: float) -> float:

@@ -88,7 +88,7 @@ def _assert_radius_keeps_the_class(net, x, res, ball_radius, rng) -> None:
 
 
 @pytest.mark.parametrize("widths, norm, ball_radius", CASES)
-@pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
+@pytest.mark.parametrize("method", ["cross", "class", "pairwise", "naive"])
 def test_certified_radius_is_sound(widths, norm, ball_radius, method):
     rng = np.random.default_rng(sum(widths) + len(method))
     net = random_network(rng, widths)
@@ -205,7 +205,7 @@ def test_total_time_limit_cuts_each_solve_then_bounds_the_rest(monkeypatch):
 
 
 @pytest.mark.parametrize("widths, norm, ball_radius", CASES)
-@pytest.mark.parametrize("method", ["cross", "pairwise", "naive"])
+@pytest.mark.parametrize("method", ["cross", "class", "pairwise", "naive"])
 def test_a_spent_total_leaves_a_certified_radius(widths, norm, ball_radius, method):
     """With no time at all, every constant is the interval bound: the radius is still sound."""
     rng = np.random.default_rng(sum(widths) + len(method) + 1)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from lipopt.batch import PointSet, point_tasks
-from lipopt.certify import BUDGET_SPENT, CertifyResult, certify, check_certify
+from lipopt.certify import BUDGET_SPENT, CertifyMethod, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
 from lipopt.cli.common import _progress, add_config_arguments
 from lipopt.cli.exits import exit_status
@@ -22,6 +22,8 @@ examples:
   # one LipMIP per class pair (tighter, slower); or their per-pair maximum
   lipopt certify net.onnx --center x.npy --radius 0.1 --method pairwise
   lipopt certify net.onnx --center x.npy --radius 0.1 --method naive
+  # one LipMIP with the cross-norm of the predicted class i only (dual vertices e_i, e_i - e_j)
+  lipopt certify net.onnx --center x.npy --radius 0.1 --method class
   # at most 60 s per constant and 300 s for the whole call
   lipopt certify net.onnx --center x.npy --radius 0.1 --method pairwise --time-limit 60 \
       --total-time-limit 300
@@ -78,10 +80,11 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method",
-        choices=["cross", "pairwise", "naive"],
+        choices=[m.value for m in CertifyMethod],
         default="cross",
-        help="cross: one MIP with the cross-norm (default); pairwise: one MIP "
-        "per class pair; naive: the pairs' maximum constant",
+        help="cross: one MIP with the cross-norm (default); class: one MIP with the "
+        "predicted class's cross-norm (between cross and naive); pairwise: one MIP per class "
+        "pair; naive: the pairs' maximum constant",
     )
     add_config_arguments(parser, ("solver", "time_limit"), helps=CERTIFY_HELPS)
     parser.add_argument(
