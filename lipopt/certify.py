@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lipopt.bounds.jacobian import jacobian_norm_bound
-from lipopt.domain import BALLS, L1Ball, L2Ball, LinfBall
+from lipopt.domain import BALLS, Domain, L1Ball, L2Ball, LinfBall, intersect
 from lipopt.lipschitz import LipschitzError, check_arguments, lipschitz
 from lipopt.network import Affine, Network
 from lipopt.norms import InputNorm, OutputNorm
@@ -118,6 +118,8 @@ class CertifyResult:
         lower: per constant, the value attained at a point (a lower bound), or None.
         exact: per constant, whether it is exact (status ``optimal``) rather than a bracket.
         total_time_limit: the time limit of the whole call, or None.
+        clip: the valid input range ``(LO, HI)`` the constants were taken within (the ball ∩
+            ``[LO, HI]^d``), or None: the radius certifies the points of that intersection.
     """
 
     predicted: int
@@ -135,6 +137,7 @@ class CertifyResult:
     lower: dict[str, float | None] = field(default_factory=dict)
     exact: dict[str, bool] = field(default_factory=dict)
     total_time_limit: float | None = None
+    clip: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,9 +148,9 @@ class _Constants:
     the total)``, or, once the total is spent, bounded by interval bounds without a solve."""
 
     def __init__(
-        self, network: Network, ball: Ball, norm: str, options: dict[str, Any], deadline: float
+        self, network: Network, ball: Domain, norm: str, options: dict[str, Any], deadline: float
     ) -> None:
-        self.network, self.ball, self.norm = network, ball, norm
+        self.network, self.ball, self.norm = network, ball, norm  # ball: the ball ∩ any clip
         self.options, self.deadline = options, deadline
         self.values: dict[str, float] = {}
         self.statuses: dict[str, str] = {}
@@ -173,7 +176,7 @@ class _Constants:
 
 def propagated_constant(
     network: Network,
-    ball: Ball,
+    ball: Domain,
     norm: str,
     c: ArrayLike | None = None,
     output_norm: str | None = None,
@@ -188,11 +191,31 @@ def propagated_constant(
     return jacobian_norm_bound(network, ball, seed, InputNorm.parse(norm)).value
 
 
+def clipped(ball: Ball, clip: tuple[float, float] | None) -> Domain:
+    """The set the constants are taken over: the ball ∩ ``[LO, HI]^d`` (the ball without a
+    clip); the centre must lie in the range."""
+    if clip is None:
+        return ball
+    low, high = (float(v) for v in clip)
+    if not low < high:
+        raise LipschitzError(f"clip takes (LO, HI) with LO < HI, got {clip!r}")
+    outside = np.flatnonzero((ball.center < low) | (ball.center > high))
+    if outside.size:
+        j = int(outside[0])
+        raise LipschitzError(
+            f"the input lies outside the clip range [{low:g}, {high:g}]: x[{j}] = "
+            f"{ball.center[j]:g}"
+        )
+    return intersect(ball, clip=(low, high))
+
+
 def check_certify(
     network: Network,
     ball: Ball,
     method: CertifyMethod | str = CertifyMethod.CROSS,
     total_time_limit: float | None = None,
+    *,
+    clip: tuple[float, float] | None = None,
     **solve_options: Any,
 ) -> tuple[str, CertifyMethod]:
     """Raise the error :func:`certify` would raise for these arguments, without solving; the
@@ -200,6 +223,7 @@ def check_certify(
     norm = BALL_NORMS.get(type(ball))
     if norm is None:
         raise LipschitzError("certify needs a ball around the input (--center and --radius)")
+    domain = clipped(ball, clip)
     try:
         how = CertifyMethod(method)
     except ValueError:
@@ -218,7 +242,7 @@ def check_certify(
     elif m > 1:
         pair = np.eye(m)[0] - np.eye(m)[1]
         objective = {"output_norm": "cross"} if how is CertifyMethod.CROSS else {"c": pair}
-    check_arguments(network, ball, norm, **objective, **solve_options)
+    check_arguments(network, domain, norm, **objective, **solve_options)
     return norm, how
 
 
@@ -228,6 +252,7 @@ def certify(
     method: CertifyMethod | str = CertifyMethod.CROSS,
     *,
     total_time_limit: float | None = None,
+    clip: tuple[float, float] | None = None,
     **solve_options: Any,
 ) -> CertifyResult:
     """The certified radius around ``ball.center`` w.r.t. the ball's own norm.
@@ -241,14 +266,17 @@ def certify(
             ``min(time_limit, what is left)``; once it is spent, the constants left are not
             solved but bounded by interval bounds (status :data:`BUDGET_SPENT`), so the radius
             stays certified. None (the default): no total limit.
+        clip: the valid range ``(LO, HI)`` of every input (e.g. ``(0, 1)`` for pixels): the
+            constants are taken over the ball ∩ ``[LO, HI]^d``, so the radius certifies the
+            points of the ball within the range (Lemma 9 holds on any convex set around x).
         **solve_options: passed to :func:`lipopt.lipschitz` for every constant (solver, gap,
             ...). ``time_limit`` is **per constant**: ``pairwise`` and ``naive`` solve one
             constant per other class, so the call may take up to (classes - 1) times it.
     """
-    norm, how = check_certify(network, ball, method, total_time_limit, **solve_options)
+    norm, how = check_certify(network, ball, method, total_time_limit, clip=clip, **solve_options)
     start = time.perf_counter()
     deadline = float("inf") if total_time_limit is None else start + total_time_limit
-    constant = _Constants(network, ball, norm, solve_options, deadline)
+    constant = _Constants(network, clipped(ball, clip), norm, solve_options, deadline)
     logits = network.forward(ball.center)
     if network.output_dim == 1:
         predicted = int(logits[0] > 0)
@@ -275,6 +303,7 @@ def certify(
         lower=constant.lower,
         exact={name: status == Status.OPTIMAL for name, status in constant.statuses.items()},
         total_time_limit=None if total_time_limit is None else float(total_time_limit),
+        clip=None if clip is None else (float(clip[0]), float(clip[1])),
     )
 
 

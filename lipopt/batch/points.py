@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from lipopt.batch.tasks import Task, fingerprint, model_digest
+from lipopt.certify import check_certify
 from lipopt.domain import BALLS, DomainError
 from lipopt.io.onnx import load_onnx, sample_shape
-from lipopt.lipschitz import check_arguments
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class PointSet:
     ball: str = "linf"
     method: str = "cross"
     solve_options: tuple[tuple[str, Any], ...] = ()
+    #: ``--clip LO,HI``: the constants over each ball ∩ ``[LO, HI]^d``
+    clip: tuple[float, float] | None = None
 
 
 def _load_array(path: str, what: str, kinds: str) -> np.ndarray:
@@ -91,10 +93,14 @@ def point_tasks(spec: PointSet) -> list[Task]:
         raise DomainError("--radius must be positive numbers, e.g. 0.01,0.02,0.05")
     kind = BALLS[spec.ball]
     solve_options = {**dict(spec.solve_options), "workers": 1, "threads": 1}
-    objective = {"output_norm": "cross"} if network.output_dim > 1 else {}
-    check_arguments(network, kind(points[0], float(spec.radii[0])), spec.ball, **objective,
-                    **solve_options)  # fmt: skip
-    options = {"method": spec.method, **solve_options}
+    check_certify(network, kind(points[0], float(spec.radii[0])), spec.method, clip=spec.clip,
+                  **solve_options)  # fmt: skip
+    outside = np.flatnonzero(np.any((points < spec.clip[0]) | (points > spec.clip[1]), axis=1)) \
+        if spec.clip is not None else np.zeros(0)  # fmt: skip
+    if outside.size:
+        raise DomainError(f"--points: point {int(outside[0])} lies outside --clip {spec.clip}")
+    clip = {} if spec.clip is None else {"clip": spec.clip}
+    options = {"method": spec.method, **solve_options, **clip}
     model = str(Path(spec.model).resolve())
     digest = model_digest(model)  # the .onnx file and the external data files it names
     tasks = []
@@ -103,7 +109,7 @@ def point_tasks(spec: PointSet) -> list[Task]:
         for radius in sorted(set(spec.radii)):
             inputs = {
                 "onnx": spec.model, "points": spec.points, "index": index,
-                "radius": float(radius), "ball": spec.ball, "method": spec.method,
+                "radius": float(radius), "ball": spec.ball, "method": spec.method, **clip,
             }  # fmt: skip
             what = {"kind": "certify", "onnx": digest, "x": x, "label": label,
                     "radius": float(radius), "ball": spec.ball, "options": options}  # fmt: skip

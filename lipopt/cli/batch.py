@@ -25,7 +25,8 @@ examples:
 
 instances.csv: one instance per row, onnx,vnnlib,timeout (VNN-COMP's layout, paths relative to
 the CSV); the VNN-LIB file's input set (1.0 or 2.0: a box, a polytope, or a union of them) is
-the domain, its output assertions are ignored. A header row onnx,vnnlib,timeout[,norm,c,output_norm] adds per-row overrides of --norm, --c and
+the domain, its output assertions are ignored. A header row
+onnx,vnnlib,timeout[,norm,c,output_norm] adds per-row overrides of --norm, --c and
 --output-norm ("1,-1" quoted). --time-limit replaces every row's timeout.
 
 results: one JSON line per finished query, written as it finishes: the fields of 'lipopt solve

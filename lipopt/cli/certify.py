@@ -8,9 +8,9 @@ import json
 from lipopt.batch import PointSet, point_tasks
 from lipopt.certify import BUDGET_SPENT, CertifyMethod, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
-from lipopt.cli.common import _progress, add_config_arguments
+from lipopt.cli.common import _progress, add_clip_argument, add_config_arguments
 from lipopt.cli.exits import exit_status
-from lipopt.domain import parse_ball
+from lipopt.domain import parse_ball, parse_clip
 from lipopt.io.onnx import load_onnx
 from lipopt.norms import InputNorm
 from lipopt.status import Status
@@ -78,6 +78,7 @@ def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
         default="linf",
         help="ball and radius norm (default: linf; l2: the exact l2 constant)",
     )
+    add_clip_argument(parser)
     parser.add_argument(
         "--method",
         choices=[m.value for m in CertifyMethod],
@@ -151,6 +152,11 @@ def _notes(result: CertifyResult) -> list[str]:
             f"the total time limit ({result.total_time_limit:g} s) was spent before "
             f"{len(spent)} of them: bounded by interval bounds, not solved"
         )
+    if result.clip is not None:
+        notes.append(
+            f"constants taken over the ball ∩ [{result.clip[0]:g}, {result.clip[1]:g}]^d "
+            "(--clip): the radius certifies the points of the ball within that range"
+        )
     if result.capped:
         notes.append(
             f"margin/L = {result.uncapped_radius:.6g} exceeds the ball; capped at "
@@ -216,6 +222,7 @@ def _run_points(args: argparse.Namespace) -> int:
         model=args.model, points=args.points, labels=args.labels, radii=_radii(args.radius),
         ball=args.ball, method=args.method,
         solve_options=(("solver", args.solver), ("time_limit", args.time_limit)),
+        clip=None if args.clip is None else parse_clip(args.clip),
     )  # fmt: skip
     return run_tasks(point_tasks(spec), args, "certify")
 
@@ -232,7 +239,8 @@ def run_certify(args: argparse.Namespace) -> int:
     say = _progress(args.quiet)
     network = load_onnx(args.model)
     ball = parse_ball(args.center, radii[0], args.ball, network.input_dim)
-    options = {"solver": args.solver, "time_limit": args.time_limit}
+    clip = None if args.clip is None else parse_clip(args.clip)
+    options = {"solver": args.solver, "time_limit": args.time_limit, "clip": clip}
     check_certify(network, ball, args.method, args.total_time_limit, **options)
     say(f"loaded {args.model}: widths {list(network.widths)}; certifying ({args.method})...")
     result = certify(

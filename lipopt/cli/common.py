@@ -16,10 +16,10 @@ from lipopt.cli.solvers import solver_help
 from lipopt.domain import (
     Box,
     Domain,
+    DomainError,
     L1Ball,
     L2Ball,
     LinfBall,
-    DomainError,
     intersect,
     parse_ball,
     parse_box,
