@@ -10,7 +10,11 @@ import lipopt
 PUBLIC = {
     "Affine",
     "Box",
+    "Disjunction",
     "DomainError",
+    "Intersection",
+    "Polytope",
+    "intersect",
     "InputNorm",
     "L1Ball",
     "L2Ball",

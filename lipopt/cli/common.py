@@ -41,12 +41,11 @@ def _add_problem_arguments(
     ``--output-norm``: the estimators take a weighting c; with ``l2`` (a note for the help,
     possibly empty): the ℓ2 input norm, which export does not take)."""
     parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
-    dom = parser.add_argument_group("domain (one of)")
+    dom = parser.add_argument_group("domain (one of; --polytope and --clip may cut the others)")
     dom.add_argument(
         "--box",
         metavar="LO,HI|FILE",
-        help="box: LO,HI for every input, or a "
-        '.json {"lower": [...], "upper": [...]} / .npy of shape (2, d)',
+        help="box: LO,HI for every input, or a .json/.npy file",
     )
     dom.add_argument(
         "--center", metavar="X|FILE", help="ball centre: comma list or .npy/.json/.txt"
@@ -57,15 +56,8 @@ def _add_problem_arguments(
         choices=InputNorm.choices(),
         help="ball type for --center/--radius (default: linf)",
     )
-    cut = parser.add_argument_group("cut the domain (either may be added to the above)")
-    cut.add_argument(
-        "--polytope",
-        metavar="FILE",
-        help='linear rows A x <= b inside a box: .json {"A": [[...]], "b": [...], '
-        '"lower": [...], "upper": [...]} or .npz with those keys; alone it is the domain, '
-        "with --box or a ball it cuts it",
-    )
-    add_clip_argument(cut)
+    dom.add_argument("--polytope", metavar="FILE", help="rows A x <= b in a box: a .json/.npz file")
+    add_clip_argument(dom)
     prob = parser.add_argument_group("problem")
     prob.add_argument(
         "--norm",
@@ -80,9 +72,8 @@ def _add_problem_arguments(
     prob.add_argument(
         "--output-norm",
         choices=OutputNorm.choices(polyhedral=l2 is None),
-        help="instead of --c: the output norm of the (input, output) constant "
-        "of the whole output vector; cross is the multi-class robustness norm"
-        + ("; l2 needs SCIP" if l2 is not None else ""),
+        help="instead of --c: the norm of the whole output vector (cross: multi-class "
+        "robustness" + ("; l2 needs SCIP)" if l2 is not None else ")"),
     )
 
 
@@ -175,8 +166,7 @@ def add_clip_argument(group: Any) -> None:
     group.add_argument(
         "--clip",
         metavar="LO,HI",
-        help="the valid range of every input (e.g. 0,1 for pixels): the domain becomes its "
-        "intersection with [LO, HI]^d",
+        help="keep every input in [LO, HI] (e.g. 0,1 for pixels)",
     )
 
 

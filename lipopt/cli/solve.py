@@ -36,10 +36,10 @@ examples:
   lipopt solve net.onnx --center x.npy --radius 0.1 --time-limit 60
   lipopt solve net.onnx --center x.npy --radius 0.5 --ball l2 --norm l2   # Euclidean
   lipopt solve net.onnx --box 0,1 --output-norm cross      # the whole output vector
-  lipopt solve net.onnx --box 0,1 --c 1,-1 --norm l2        # max ||grad||_2, exact
+  lipopt solve net.onnx --polytope rows.json --clip 0,1 --c 1,-1   # rows A x <= b, in [0,1]^d
 
-domain: exactly one of --box or --center/--radius (--ball l1|l2 for an l1 or l2 ball).
-Negative numbers work as typed (--box -1,1). Vectors are comma lists or .npy/.json/.txt files.
+domain: one of --box, --center/--radius (--ball l1|l2) or --polytope; --polytope and --clip
+also cut the others (docs/domains.md). Negative numbers work as typed (--box -1,1).
 
 output: 'value' is a certified upper bound on the local Lipschitz constant, the exact constant
 when the status is 'optimal'; 'lower' is attained at the witness input. Exit status: 0
@@ -61,8 +61,8 @@ def add_parser(sub: argparse._SubParsersAction, show_all: bool = False) -> None:
         "solve",
         help="compute the local Lipschitz constant of an ONNX network over a domain",
         description="Compute the exact local Lipschitz constant (or certified bounds on it) "
-        "of c^T f, or of the whole output vector under an output norm, over a box or ball of "
-        "inputs.",
+        "of c^T f, or of the whole output vector under an output norm, over a box, ball or "
+        "polytope of inputs.",
         epilog=SOLVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         # argparse cannot lay out a usage line with hidden options in exclusive groups

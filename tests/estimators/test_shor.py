@@ -101,7 +101,7 @@ def test_every_neuron_stable_gives_the_exact_value():
     [
         ([2, 4, 4, 4, 1], Box(-np.ones(2), np.ones(2)), "linf", "up to 2 hidden layers"),
         ([2, 4, 1], Box(-np.ones(2), np.ones(2)), "l1", "linf and l2 input norms"),
-        ([2, 4, 1], L1Ball(np.zeros(2), 1.0), "linf", "box or an linf ball"),
+        ([2, 4, 1], L1Ball(np.zeros(2), 1.0), "linf", "a box, an linf ball or a polytope"),
     ],
 )
 def test_outside_its_scope_it_says_why(widths, domain, norm, phrase):
