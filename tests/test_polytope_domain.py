@@ -87,6 +87,17 @@ def test_an_l2_ball_cut_by_a_polytope_finds_a_point_in_both_or_says_how_far():
         intersect(L2Ball([0.0, 0.0], 1.0), cut=Polytope([[1.0, 1.0]], [-1.5], -5.0, 5.0))
 
 
+def test_a_shallow_cap_of_an_l2_ball_keeps_its_inradius():
+    # the cap cut from the unit disc by x0 + x1 >= 1.4138: its inscribed circle has radius
+    # (1 - h) / 2 with h = 1.4138 / sqrt 2 the line's distance from the centre
+    cap = intersect(L2Ball([0.0, 0.0], 1.0), cut=Polytope([[-1.0, -1.0]], [-1.4138], -5.0, 5.0))
+    inradius = (1.0 - 1.4138 / np.sqrt(2.0)) / 2.0
+    assert 0.99 * inradius <= cap.interior.slack <= inradius
+    assert cap.contains(cap.interior_point, tol=0.0)
+    with pytest.raises(DomainError, match="outside the radius 1"):  # 1.4143 / sqrt 2 > 1
+        intersect(L2Ball([0.0, 0.0], 1.0), cut=Polytope([[-1.0, -1.0]], [-1.4143], -5.0, 5.0))
+
+
 def test_intersect_returns_the_simplest_domain_of_the_set():
     ball = L2Ball([0.5, 0.5], 0.2)
     assert intersect(ball, clip=(0.0, 1.0)) is ball  # the clip does not cut it

@@ -26,7 +26,7 @@ from lipopt.domain import Domain, FloatArray, L1Ball, L2Ball, ball_part, cut_row
 #: relative outward widening of each LP bound (rounding in the dual bound's sums)
 ROUNDING = 1e-9
 
-_CACHE: weakref.WeakKeyDictionary[Any, dict[int, tuple[FloatArray, FloatArray]]] = (
+_CACHE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[FloatArray, FloatArray]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -89,7 +89,7 @@ def affine_range(matrix: Any, bias: FloatArray, domain: Domain) -> tuple[FloatAr
     row (computed once per domain and matrix)."""
     dense = matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
     cache = _CACHE.setdefault(domain, {})
-    key = hash((dense.shape, dense.tobytes(), np.asarray(bias).tobytes()))
+    key = (dense.shape, dense.tobytes(), np.asarray(bias, dtype=np.float64).tobytes())
     if key in cache:
         return cache[key]
     lp = _CutLP(domain)

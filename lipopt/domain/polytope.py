@@ -63,7 +63,8 @@ class Polytope:
     interior: Interior = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        width = np.shape(self.A)[-1] if np.ndim(self.A) == 2 else np.size(self.lower)
+        width = np.shape(self.A)[-1] if np.ndim(self.A) == 2 else np.size(self.A)
+        width = width if np.size(self.lower) == 1 else np.size(self.lower)
         lower, upper = (
             np.full(width, float(np.ravel(v)[0])) if np.size(v) == 1 else v
             for v in (self.lower, self.upper)
@@ -177,7 +178,7 @@ def _sample_inside(domain: CutDomain, draw: object, n: int, rng: np.random.Gener
     got = 0
     for _ in range(4):
         points = draw(max(4 * n, 64), rng)  # type: ignore[operator]
-        inside = points[[domain.contains(p) for p in points]]
+        inside = points[[domain.contains(p, tol=0.0) for p in points]]
         kept.append(inside)
         got += len(inside)
         if got >= n or len(inside) * 50 < len(points):

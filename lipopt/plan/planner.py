@@ -30,7 +30,7 @@ import numpy as np
 
 from lipopt.config import SolveConfig
 from lipopt.configure import regions_applicable
-from lipopt.domain import Box, Disjunction, L2Ball, LinfBall
+from lipopt.domain import Box, Disjunction, L2Ball, LinfBall, ball_part
 from lipopt.formulation.build import Formulation
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.plan.facts import Facts
@@ -190,7 +190,7 @@ def _mip(query: Query, config: SolveConfig) -> Mip:
         # gate products exist for two hidden layers (formulation.products.gate_products)
         products=config.products and query.fixed_c and len(query.network.hidden_widths) == 2,
         l2=query.norm is InputNorm.L2,
-        l2_ball=isinstance(query.domain, L2Ball),
+        l2_ball=isinstance(ball_part(query.domain), L2Ball),
     )
 
 
@@ -200,7 +200,7 @@ def uses_l2(query: Query) -> bool:
     return (
         query.norm is InputNorm.L2
         or query.seed is OutputNorm.L2
-        or isinstance(query.domain, L2Ball)
+        or isinstance(ball_part(query.domain), L2Ball)
     )
 
 

@@ -296,9 +296,12 @@ class SearchState:
         """The node of the empty pattern (neuron states from the propagated bounds), its first
         layer entered and its gradient bound set."""
         first = self.network.affine_layers[0]
+        inside = getattr(self.domain, "interior", None)  # a polytope's centre may lie outside
+        point = (self.box[0] + self.box[1]) / 2 if inside is None else inside.point.copy()
+        margin = 1.0 if inside is None else min(1.0, inside.slack)
         root = Node(
             0, 0, None, list(states), (first.weight.copy(), first.bias.copy()),
-            (np.zeros(0), np.zeros(0)), (self.box[0] + self.box[1]) / 2, 1.0, 0.0,
+            (np.zeros(0), np.zeros(0)), point, margin, 0.0,
         )  # fmt: skip
         if self.hidden:
             self.enter_layer(root)

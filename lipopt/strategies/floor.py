@@ -39,8 +39,8 @@ def quick_witness(query: Query, seed: int = 0) -> Witness | None:
     """An attained value without any search: the domain's centre, or else the best of a few
     sampled points, where the network is differentiable (its region is not certified)."""
     low, high = query.domain.bounding_box()
-    centre = (low + high) / 2.0
-    points = [centre] if query.domain.contains(centre) else []
+    centre = getattr(query.domain, "interior_point", (low + high) / 2.0)
+    points = [centre] if query.domain.contains(centre, tol=0.0) else []
     if not points or not is_differentiable_at(query.network, centre):
         points = list(query.domain.sample(FLOOR_SAMPLES, np.random.default_rng(seed)))
     return best_differentiable(query.network, query.seed, query.norm, points)
