@@ -137,7 +137,7 @@ def _package_fast(eclipse_nn: Any, weights: list[FloatArray]) -> float:
     import torch
 
     hidden = len(weights) - 1
-    tensors = [torch.from_numpy(w) for w in weights]
+    tensors = [torch.tensor(np.array(w)) for w in weights]
     return float(eclipse_nn.ECLipsE_Fast(tensors, [0.0] * hidden, [1.0] * hidden))
 
 
