@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -168,3 +170,19 @@ def test_without_the_package_each_method_names_the_extra(monkeypatch):
     assert str(info.value) == (
         "ECLipsE-Gen-Local needs the eclipse-nn package: pip install 'lipopt[eclipse]'"
     )
+
+
+def test_lipopt_compare_runs_them_on_an_l2_ball_and_refuses_linf(package, capsys):
+    from lipopt.cli import main
+
+    model = str(Path(__file__).parents[2] / "models" / "synthetic-2x20x40x20x2.onnx")
+    methods = "eclipse-fast,eclipse-local"
+    ball = ["--center", "0.5,0.5", "--radius", "0.1", "--ball", "l2", "--c", "1,-1"]
+    assert main(["compare", model, *ball, "--norm", "l2", "--methods", methods, "--json",
+                 "--quiet"]) == 0  # fmt: skip
+    entries = {m["name"]: m for m in json.loads(capsys.readouterr().out)["methods"]}
+    assert entries["eclipse-local"]["kind"] == "upper"
+    assert 0 < entries["eclipse-local"]["value"] <= entries["eclipse-fast"]["value"] * 1.01
+    assert main(["compare", model, "--box", "0,1", "--c", "1,-1", "--methods", methods]) == 0
+    out = capsys.readouterr().out
+    assert "eclipse-fast: not run: ECLipsE-Fast is built for the l2 input norm" in out
