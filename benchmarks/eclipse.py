@@ -143,7 +143,7 @@ def measure(case: tuple[str, str, Any, Any, Any], limits: tuple[float, float]) -
         value, seconds, note = method(key, net, ball, c, limits[key in ON_BOX])
         row[key] = (value, seconds)
         if note:
-            row["notes"].append(note)
+            row["notes"].append(f"{name}, {note}")
     truth = row["exact"]
     for key in (m for m in METHODS if m != "package"):
         if row[key][0] < truth["lower"] * (1 - 1e-9):  # an upper bound below an attained value
