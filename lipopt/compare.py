@@ -81,7 +81,7 @@ TIMED = frozenset({"lipmip"})
 
 #: the methods that solve with cvxpy (Clarabel, SCS), whose thread pools a forked child cannot
 #: use once they have run in this process (:func:`lipopt.compare_run.start_method`)
-CONIC = frozenset({"lipsdp", "shor", "hr2"})
+CONIC = frozenset({"lipsdp", "shor", "hr2", "eclipse", "eclipse-local"})
 
 
 def grace(time_limit: float) -> float:

@@ -36,12 +36,17 @@ examples:
   # the l2 input norm: upper bounds (naive, fastlip, lipsdp, shor, hr2) and sampled lower
   # bounds; no exact value yet
   lipopt compare net.onnx --box 0,1 --c 1,-1 --norm l2
+  # ECLipsE's global and local l2 bounds beside the exact l2 constant on an l2 ball
+  lipopt compare net.onnx --center x.npy --radius 0.5 --ball l2 --norm l2 \
+      --methods eclipse-fast,eclipse,eclipse-local,lipmip
 
-methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, shor, hr2, lipopt3,
-lipopt4 (LiPopt-k of Latorre et al. 2020, not this package), lipmip.
+methods: naive, random, attack, fastlip, liplp, clever, seqlip, lipsdp, eclipse-fast,
+eclipse, eclipse-local (ECLipsE of Xu & Sivaranjani; l2 only), shor, hr2, lipopt3, lipopt4
+(LiPopt-k of Latorre et al. 2020, not this package), lipmip.
 guarantees: upper (certified upper bound), lower (attained at some input), heuristic (no
 guarantee), exact (LipMIP solved to optimality). Relative errors are against LipMIP's exact
 value. A method that cannot run here (lipsdp, shor or hr2 without 'pip install lipopt[sdp]';
+eclipse* without 'pip install lipopt[eclipse]', or on another norm; eclipse-local off l2 balls;
 shor, hr2 and lipopt3/4 beyond two hidden layers; a method not built for --norm l2) is listed
 with the reason. Ctrl-C or SIGTERM stops the command within seconds: it prints the finished
 methods and lists the others as stopped (exit status 130 or 143). See docs/estimators.md for

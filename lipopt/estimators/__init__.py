@@ -5,23 +5,26 @@ for the scalar function ``c^T f`` (``c`` defaults to ``[1]`` for one output) and
 ``linf`` and ``l1``. :data:`ESTIMATORS` lists them in the paper's order of the comparison, from
 the cheapest bounds to the exact value; :data:`KINDS` gives each one's nominal guarantee.
 
-==========  ===========  ================================================================
-name        kind         what
-==========  ===========  ================================================================
-naive       upper        product of the layers' ℓ2 operator norms × norm-equivalence factor
-random      lower        best gradient dual norm at random points
-attack      lower        local search across linear regions for a larger gradient norm
-fastlip     upper        interval bounds on the gradient
-liplp       upper        LP relaxation of LipMIP
-clever      heuristic    reverse-Weibull fit to sampled batch maxima
-seqlip      heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
-lipsdp      upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
-shor        upper        SHOR moment relaxation (Chen et al. 2020), proven from the dual
-hr2         upper        HR-2: SHOR plus second-order blocks (Chen et al. 2020), proven
-lipopt3     upper        LiPopt-3 (Latorre et al. 2020): Krivine/Handelman LP, proven
-lipopt4     upper        LiPopt-4 (Latorre et al. 2020): the same at degree 4
-lipmip      exact        the MIP (upper if stopped early)
-==========  ===========  ================================================================
+=============  ===========  ================================================================
+name           kind         what
+=============  ===========  ================================================================
+naive          upper        product of the layers' ℓ2 operator norms × norm-equivalence factor
+random         lower        best gradient dual norm at random points
+attack         lower        local search across linear regions for a larger gradient norm
+fastlip        upper        interval bounds on the gradient
+liplp          upper        LP relaxation of LipMIP
+clever         heuristic    reverse-Weibull fit to sampled batch maxima
+seqlip         heuristic    greedy SeqLip (ℓ2) × norm-equivalence factor, local
+lipsdp         upper        LipSDP-Neuron (ℓ2) × norm-equivalence factor (needs cvxpy)
+eclipse        upper        ECLipsE (Xu & Sivaranjani 2024): global ℓ2, layerwise SDPs, proven
+eclipse-fast   upper        ECLipsE-Fast: global ℓ2, closed form
+eclipse-local  upper        ECLipsE-Gen-Local (2026): ℓ2 balls, local slopes, proven
+shor           upper        SHOR moment relaxation (Chen et al. 2020), proven from the dual
+hr2            upper        HR-2: SHOR plus second-order blocks (Chen et al. 2020), proven
+lipopt3        upper        LiPopt-3 (Latorre et al. 2020): Krivine/Handelman LP, proven
+lipopt4        upper        LiPopt-4 (Latorre et al. 2020): the same at degree 4
+lipmip         exact        the MIP (upper if stopped early)
+=============  ===========  ================================================================
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 from lipopt.estimators import (
     attack,
     clever,
+    eclipse,
     fastlip,
     hr2,
     liplp,
@@ -53,6 +57,9 @@ ESTIMATORS: dict[str, Estimator] = {
     "clever": clever.estimate,
     "seqlip": seqlip.estimate,
     "lipsdp": lipsdp.estimate,
+    "eclipse-fast": eclipse.estimate_fast,
+    "eclipse": eclipse.estimate,
+    "eclipse-local": eclipse.estimate_local,
     "shor": shor.estimate,
     "hr2": hr2.estimate,
     "lipopt3": lipopt_k.estimate3,
@@ -70,6 +77,9 @@ KINDS: dict[str, Kind] = {
     "clever": clever.KIND,
     "seqlip": seqlip.KIND,
     "lipsdp": lipsdp.KIND,
+    "eclipse-fast": eclipse.KIND,
+    "eclipse": eclipse.KIND,
+    "eclipse-local": eclipse.KIND,
     "shor": shor.KIND,
     "hr2": hr2.KIND,
     "lipopt3": lipopt_k.KIND,

@@ -20,7 +20,7 @@ require_module("cvxpy")
 #: the methods that take the ℓ2 input norm; every other one says it does not
 L2_METHODS = {
     "naive", "random", "attack", "fastlip", "clever", "seqlip", "lipsdp", "shor", "hr2",
-    "lipmip", "liplp",
+    "lipmip", "liplp", "eclipse", "eclipse-fast", "eclipse-local",
 }  # fmt: skip
 
 
