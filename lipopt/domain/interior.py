@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import csr_matrix, hstack, identity, vstack
 
 from lipopt.domain.shapes import DomainError, FloatArray, L1Ball, L2Ball
@@ -82,6 +81,8 @@ def _l1_rows(ball: L1Ball, a_ub: Any, b_ub: FloatArray) -> tuple[Any, FloatArray
 
 
 def _solve(a_ub: Any, b_ub: FloatArray, n_vars: int, d: int) -> tuple[FloatArray, float]:
+    from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
+
     cost = np.zeros(n_vars)
     cost[d] = -1.0
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=(None, None), method="highs")
