@@ -38,7 +38,7 @@ def _lines(node: Node, indent: str) -> list[str]:
         return lines + _lines(node.bab, indent + "  ") + [f"{indent}  (better bounds of both)"]
     if isinstance(node, ActivationBab):
         mip_at = node.options.mip_at
-        parts = f", the MIP on parts of <= {mip_at} unstable" if mip_at > 0 else ""
+        parts = f", the MIP ({node.solver}) on parts of <= {mip_at} unstable" if mip_at else ""
         return [f"{indent}activation branch and bound ({node.options.branching} branching, "
                 f"Jacobian bounds, margin LPs at the leaves{parts})"]  # fmt: skip
     if isinstance(node, DomainSplit):

@@ -138,9 +138,11 @@ class Race:
 @dataclass(frozen=True)
 class ActivationBab:
     """Branch and bound on the activations (:mod:`lipopt.search.activation_bab`): Jacobian
-    bounds on each part, margin LPs at the leaves."""
+    bounds on each part, margin LPs at the leaves; ``solver``: the adapter of its MIPs on
+    small parts (the user's solver; HiGHS for ``auto``)."""
 
     options: ActivationBabOptions
+    solver: str = "highs"
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
 def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
     gap = config.gap if config.gap else ActivationBabOptions.gap
     return ActivationBab(
-        ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at)
+        ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at),
+        solver=adapter_name(config.solver),
     )
 
 

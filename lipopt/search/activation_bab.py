@@ -119,7 +119,8 @@ class ActivationBabOutcome:
             shown full-dimensional by the margin LP.
         status: OPTIMAL (closed), GAP_LIMIT (within a gap wider than the exact tolerance),
             TIME_LIMIT (deadline), INTERRUPTED (node limit), UPPER_BOUND (finished, but a leaf
-            the margin LP left undecided, or a ``solve_part`` answer, keeps it open).
+            the margin LP left undecided, or a ``solve_part`` answer, keeps it open beyond the
+            exact tolerance, or no attained value was certified).
         nodes: nodes expanded; pruned: nodes dropped by their upper bound; leaves: fixed-pattern
             nodes checked; empty: sub-domains shown empty or lower-dimensional; solved: nodes
             handed to ``solve_part``; root_upper, root_unstable: the root's bound and count.
@@ -322,9 +323,11 @@ class _Search:
             return Status.TIME_LIMIT
         if stopped == "nodes":
             return Status.INTERRUPTED
-        if not self.prunable(upper) or not self.certified:
+        if not self.certified:
             return Status.UPPER_BOUND
-        return Status.OPTIMAL if closed(upper, self.lower) else Status.GAP_LIMIT
+        if closed(upper, self.lower):  # every strategy's exactness (a part MIP's bound, e.g.
+            return Status.OPTIMAL  # CBC's, may sit a few 1e-9 above the value it attains)
+        return Status.GAP_LIMIT if self.prunable(upper) else Status.UPPER_BOUND
 
 
 def activation_bab(

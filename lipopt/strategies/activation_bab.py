@@ -26,7 +26,7 @@ from lipopt.strategies.bab_parts import part_solver
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
-SOLVER = "activation branch and bound (Jacobian bounds, HiGHS LPs and MIPs on small parts)"
+SOLVER = "activation branch and bound (Jacobian bounds, HiGHS LPs and {solver} MIPs on small parts)"
 
 
 def run_activation_bab(
@@ -94,7 +94,9 @@ def _searched(
     attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     if node.options.mip_at > 0 and supports_parts(query):
-        solve_part = part_solver(query, deadline, refinements=ctx.policy.bab_part_refinements)
+        solve_part = part_solver(
+            query, deadline, node.solver, refinements=ctx.policy.bab_part_refinements
+        )
     found = activation_bab(
         query.network, query.domain, query.seed, query.norm,
         options=node.options, deadline=deadline, start=start, solve_part=solve_part,
@@ -104,7 +106,7 @@ def _searched(
         f"{found.pruned} pruned, {counted(found.leaves, 'leaf LP')}, "
         f"bracket [{found.lower:.6g}, {found.upper:.6g}] after {found.seconds:.1f} s"
     )
-    bracket = _bracket(found)
+    bracket = _bracket(found, node.solver)
     return replace(bracket, timings={"attack": attack_seconds, **bracket.timings})
 
 
@@ -122,7 +124,7 @@ def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context)
     return found
 
 
-def _bracket(found: ActivationBabOutcome) -> Bracket:
+def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:
     """The outcome as a bracket (no model was built)."""
     stats = {
         "variables": 0,
@@ -142,7 +144,7 @@ def _bracket(found: ActivationBabOutcome) -> Bracket:
         exact_certified=found.certified and witness is not None,
         model_stats=stats,
         timings={"bab": found.seconds},
-        solver=SOLVER,
+        solver=SOLVER.format(solver=solver),
         message=(
             f"activation branch and bound: {counted(found.nodes, 'part')}, {found.pruned} "
             f"pruned; the root's Jacobian bound was {found.root_upper:.6g}"

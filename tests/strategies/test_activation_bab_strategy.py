@@ -117,3 +117,26 @@ def test_bab_after_an_unfinished_plan_keeps_a_sound_bracket(monkeypatch):
     assert sampled <= result.upper * (1 + 1e-9)
     at_witness = np.abs(net.gradients(np.asarray(result.witness)[None, :], np.ones(1))).sum()
     assert at_witness == pytest.approx(result.lower, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "solver",
+    [
+        pytest.param("scip", marks=pytest.mark.requires_solver("scip")),
+        pytest.param("cbc", marks=pytest.mark.requires_solver("cbc")),
+    ],
+)
+def test_the_part_mips_use_the_users_solver(solver, monkeypatch):
+    from lipopt.strategies import bab_parts
+
+    asked = []
+    original = bab_parts.get
+    monkeypatch.setattr(bab_parts, "get", lambda name: asked.append(name) or original(name))
+    net = random_network(np.random.default_rng(7), [3, 10, 10, 1])
+    domain = lipopt.Box(np.zeros(3), np.ones(3))
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), [1.0], "linf").value
+    result = lipopt.lipschitz(net, domain, bab=True, solver=solver)
+    assert asked == [solver]  # the parts' adapter (once per search), not HiGHS
+    assert f"{solver} MIPs on small parts" in result.solver
+    oracle.assert_certified_exact(result.value, truth)
+    assert result.status == "optimal"
