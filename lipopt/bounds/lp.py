@@ -40,6 +40,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.bounds.domain_lp import DomainLP
 from lipopt.bounds.interval import (
     NetworkBounds,
     NeuronState,
@@ -48,95 +49,18 @@ from lipopt.bounds.interval import (
     interval_bounds,
 )
 from lipopt.bounds.linear import backward_linear, forward_linear, intersect, linear_layer
-from lipopt.domain import Domain, L1Ball, ball_part, cut_rows
+from lipopt.domain import Domain
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
 
 #: default seconds for all of the LPs of one call (the linear bounds are always computed)
 TIME_BUDGET = 10.0
-#: relative outward widening of every safe LP bound (floating-point error in its evaluation)
-ROUNDING = 1e-9
 
 
-class _Relaxation:
-    """The LP relaxation ``R_k``, grown one hidden layer at a time, in HiGHS and in numpy.
-
-    numpy keeps the dense constraint matrix (the networks here have at most a few hundred
-    neurons) to evaluate the safe bound from the solver's duals.
-    """
-
-    def __init__(self, domain: Domain) -> None:
-        import highspy  # the solver is needed only when LPs are asked for
-
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
-        self.highs.setOptionValue("presolve", "off")  # keeps duals for every row
-        self.matrix = np.zeros((0, 0))
-        self.row_lo = np.zeros(0)
-        self.row_hi = np.zeros(0)
-        self.col_lo = np.zeros(0)
-        self.col_hi = np.zeros(0)
-        lower, upper = domain.bounding_box()
-        self.inputs = self.add_columns(lower, upper)
-        ball = ball_part(domain)
-        if isinstance(ball, L1Ball):  # t_j >= |x_j - x0_j|,  Σ t_j <= ρ
-            d = ball.dim
-            dev = self.add_columns(np.zeros(d), np.full(d, ball.radius))
-            eye = np.eye(d)
-            self.add_rows(self.inputs, -eye, dev, eye, -ball.center, np.full(d, np.inf))
-            self.add_rows(self.inputs, eye, dev, eye, ball.center, np.full(d, np.inf))
-            total = np.zeros((1, self.n_cols))
-            total[0, dev] = 1.0
-            self._append(total, np.array([-np.inf]), np.array([ball.radius]))
-        rows = cut_rows(domain)
-        if rows is not None:  # a polytope's rows A x <= b
-            cut = np.zeros((rows[0].shape[0], self.n_cols))
-            cut[:, self.inputs] = rows[0]
-            self._append(cut, np.full(cut.shape[0], -np.inf), rows[1])
-
-    @property
-    def n_cols(self) -> int:
-        return int(self.col_lo.size)
-
-    def add_columns(self, lower: FloatArray, upper: FloatArray) -> NDArray[np.intp]:
-        n = lower.size
-        start = self.n_cols
-        self.highs.addVars(
-            n, np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
-        )
-        self.matrix = np.hstack([self.matrix, np.zeros((self.matrix.shape[0], n))])
-        self.col_lo = np.concatenate([self.col_lo, lower])
-        self.col_hi = np.concatenate([self.col_hi, upper])
-        return np.arange(start, start + n)
-
-    def _append(self, rows: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
-        if rows.shape[0] == 0:
-            return
-        nz = rows != 0.0
-        starts = np.concatenate([[0], np.cumsum(nz.sum(axis=1))[:-1]]).astype(np.int32)
-        cols = np.nonzero(nz)[1].astype(np.int32)
-        self.highs.addRows(
-            rows.shape[0], lower, upper, int(nz.sum()), starts, cols, rows[nz].astype(np.float64)
-        )
-        self.matrix = np.vstack([self.matrix, rows])
-        self.row_lo = np.concatenate([self.row_lo, lower])
-        self.row_hi = np.concatenate([self.row_hi, upper])
-
-    def add_rows(
-        self,
-        first_cols: NDArray[np.intp],
-        first: FloatArray,
-        second_cols: NDArray[np.intp],
-        second: FloatArray,
-        lower: FloatArray,
-        upper: FloatArray,
-    ) -> None:
-        """Rows ``lower <= first · v[first_cols] + second · v[second_cols] <= upper``."""
-        rows = np.zeros((first.shape[0], self.n_cols))
-        rows[:, first_cols] += first
-        rows[:, second_cols] += second
-        self._append(rows, lower, upper)
+class _Relaxation(DomainLP):
+    """The LP relaxation ``R_k`` of :func:`tighten`: the domain's LP, grown one hidden layer
+    at a time."""
 
     def add_layer(
         self,
@@ -168,35 +92,6 @@ class _Relaxation:
             lam * (b_u - lower[unstable]),
         )
         return h
-
-    def minimum(self, cost: FloatArray, deadline: float) -> float | None:
-        """A safe lower bound on ``min cost · v`` over the relaxation, or None (no time)."""
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            return None
-        self.highs.setOptionValue("time_limit", float(remaining))
-        self.highs.changeColsCost(
-            self.n_cols, np.arange(self.n_cols, dtype=np.int32), np.asarray(cost, dtype=np.float64)
-        )
-        self.highs.run()
-        solution = self.highs.getSolution()
-        if not solution.dual_valid:
-            return None
-        return self.safe_bound(cost, np.asarray(solution.row_dual, dtype=np.float64))
-
-    def safe_bound(self, cost: FloatArray, duals: FloatArray) -> float:
-        """``Σ min(y r_lo, y r_hi) + Σ min(d v_lo, d v_hi)`` with ``d = c - A^T y`` (any y)."""
-        y = np.where(np.isfinite(self.row_lo), np.maximum(duals, 0.0), 0.0) + np.where(
-            np.isfinite(self.row_hi), np.minimum(duals, 0.0), 0.0
-        )
-        with np.errstate(invalid="ignore"):
-            row_terms = np.where(y > 0, y * self.row_lo, np.where(y < 0, y * self.row_hi, 0.0))
-        reduced = cost - self.matrix.T @ y
-        col_terms = np.minimum(reduced * self.col_lo, reduced * self.col_hi)
-        value = float(row_terms.sum() + col_terms.sum())
-        size = float(np.abs(row_terms).sum() + np.abs(col_terms).sum())
-        size += float(np.abs(self.matrix.T @ y).sum() * np.max(np.abs(self.col_hi), initial=1.0))
-        return value - ROUNDING * (1.0 + size) - 1e-10 * abs(value)
 
 
 def tighten(

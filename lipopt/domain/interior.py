@@ -9,10 +9,10 @@ with ``s_B(x) = R - ||x - c||_2`` for the ℓ2 ball and ``(R - ||x - c||_1) / sq
 ball (the ℓ1 ball's facets have normals of Euclidean length ``sqrt(d)``). The set has an interior
 iff ``max_x t(x) > 0``. For a polytope or an ℓ1 ball ∩ a polytope one LP maximises ``t`` over
 ``(x, t)`` (the Chebyshev centre). For an ℓ2 ball ∩ a polytope, the polytope's own centre is
-taken if it lies inside the ball; else the polytope's point nearest the ball's centre (a QP), once
-every row is shrunk by a share of the polytope's slack. Whatever a solver returns, the slack is
-recomputed in numpy at its point, and only a positive recomputed slack admits the set: the
-solvers propose, numpy decides.
+taken if it lies inside the ball; else the largest shrink ``δ`` of the polytope whose point
+nearest the ball's centre (a QP) lies within ``R - δ``, by bisection. Whatever a solver returns,
+the slack is recomputed in numpy at its point, and only a positive recomputed slack admits the
+set: the solvers propose, numpy decides.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ from lipopt.domain.shapes import DomainError, FloatArray, L1Ball, L2Ball
 
 #: slack below this (times the box's widest side, at least 1) counts as no interior
 INTERIOR_TOL = 1e-9
+
+
+def _tolerance(lower: FloatArray, upper: FloatArray) -> float:
+    """:data:`INTERIOR_TOL` times the box's widest side (at least 1)."""
+    return INTERIOR_TOL * max(1.0, float(np.max(upper - lower)))
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ def chebyshev(
     """A point of largest slack (ℓ2 ball: of positive slack), or :class:`DomainError` saying
     why there is none."""
     d = lower.size
-    tol = INTERIOR_TOL * max(1.0, float(np.max(upper - lower)))
+    tol = _tolerance(lower, upper)
     a_ub, b_ub = _slack_rows(a, b, lower, upper)
     if isinstance(ball, L1Ball):
         a_ub, b_ub = _l1_rows(ball, a_ub, b_ub)
@@ -126,7 +131,7 @@ def _inside_l2(
     ``dist(c, P_δ) + δ <= R``, and the left side grows with ``δ``; so the largest such ``δ``
     (the set's inradius) is found by bisection, each step one QP for the point of ``P_δ``
     nearest the centre. The slack of the best point is recomputed in numpy."""
-    tol = INTERIOR_TOL * max(1.0, float(np.max(box[1] - box[0])))
+    tol = _tolerance(*box)
     if ball.contains(poly.point, tol=-tol):
         return Interior(poly.point, slack(a, b, box, ball, poly.point))
     nearest = _nearest(a, b, box, ball.center, 0.0)
