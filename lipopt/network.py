@@ -1,10 +1,14 @@
-"""The network intermediate representation: an immutable stack of affine maps and ReLUs.
+"""The network intermediate representation: an immutable stack of affine maps and activations.
 
-A :class:`Network` in canonical form is ``Affine (ReLU Affine)*``:
+A :class:`Network` in canonical form is ``Affine (Act Affine)*``:
 
-    z_1 = W_1 x + b_1,  h_i = relu(z_i),  z_{i+1} = W_{i+1} h_i + b_{i+1},  f(x) = z_L.
+    z_1 = W_1 x + b_1,  h_i = α_i z_i + (1 - α_i) relu(z_i),  z_{i+1} = W_{i+1} h_i + b_{i+1},
+    f(x) = z_L,
 
-Everything downstream (bounds, the MIP, estimators) reads only this form.
+with one slope ``α`` per hidden neuron (:mod:`lipopt.activation`): ``α = 0`` is ReLU (the layer
+:class:`ReLU`), ``α = 1`` the identity, ``0 < α < 1`` leaky, ``α = -1`` the absolute value.
+Everything downstream (bounds, the MIP, estimators) reads only this form; ``slopes`` gives
+``α`` per hidden layer, and :meth:`Network.lowered` the same function with ReLUs only.
 """
 
 from __future__ import annotations
@@ -12,178 +16,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeGuard, Union, cast
+from typing import Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
+
+from lipopt import activation
+from lipopt.activation import Activation
+from lipopt.affine import (
+    SPARSE_DENSITY,
+    SPARSE_MIN_ENTRIES,
+    Affine,
+    NetworkError,
+    is_sparse,
+    row_norms,
+)
+
+__all__ = [
+    "SPARSE_DENSITY",
+    "SPARSE_MIN_ENTRIES",
+    "Act",
+    "Activation",
+    "Affine",
+    "Layer",
+    "Network",
+    "NetworkError",
+    "ReLU",
+    "is_sparse",
+    "row_norms",
+]
 
 FloatArray = NDArray[np.float64]
 
 
-class NetworkError(ValueError):
-    """A network that is malformed (shapes that do not chain, non-finite weights, ...)."""
-
-
-def _frozen(array: ArrayLike) -> FloatArray:
-    out = np.array(array, dtype=np.float64, copy=True)
-    out.setflags(write=False)
-    return out
-
-
-#: a weight matrix is stored sparse (CSR) when at most this share of its entries is nonzero and
-#: it has at least ``SPARSE_MIN_ENTRIES`` entries: a convolution's matrix has ``k·k·C_in`` of
-#: ``H·W·C_in`` entries per row nonzero (9 of 64 on the bundled 8×8 digits CNN's first layer,
-#: 9 of 784 on a 28×28 image), and dense it would be ``d`` columns per row in the bounds and the
-#: MIP. A representation choice only: every map is the same either way.
-SPARSE_DENSITY = 0.25
-SPARSE_MIN_ENTRIES = 1024
-
-
-def _stored(weight: ArrayLike | sparse.sparray, dense_only: bool) -> FloatArray | sparse.csr_array:
-    """The weight as it is kept: a frozen CSR array when sparse enough (and not
-    ``dense_only``), else a frozen array."""
-    if sparse.issparse(weight):
-        matrix = sparse.csr_array(weight, dtype=np.float64, copy=True)
-        matrix.eliminate_zeros()
-        size = matrix.shape[0] * matrix.shape[1]
-        if dense_only or size < SPARSE_MIN_ENTRIES or matrix.nnz > SPARSE_DENSITY * size:
-            return _frozen(matrix.toarray())
-    else:
-        dense = np.asarray(weight, dtype=np.float64)
-        if dense_only or dense.ndim != 2 or dense.size < SPARSE_MIN_ENTRIES:
-            return _frozen(dense)
-        if np.count_nonzero(dense) > SPARSE_DENSITY * dense.size:
-            return _frozen(dense)
-        matrix = sparse.csr_array(dense)
-    matrix.eliminate_zeros()
-    matrix.sort_indices()
-    for part in (matrix.data, matrix.indices, matrix.indptr):
-        part.setflags(write=False)
-    return matrix
-
-
-def is_sparse(matrix: object) -> TypeGuard[sparse.csr_array]:
-    """:func:`scipy.sparse.issparse` that also tells mypy the matrix is sparse where it is."""
-    return sparse.issparse(matrix)
-
-
-def row_norms(matrix: FloatArray | sparse.sparray, order: float) -> FloatArray:
-    """``||m_i||_order`` of each row of a dense or sparse matrix (order 1, 2 or inf)."""
-    if not sparse.issparse(matrix):
-        return np.linalg.norm(matrix, ord=order, axis=1)
-    magnitude = abs(matrix)
-    if order == np.inf:
-        return np.asarray(magnitude.max(axis=1).toarray(), dtype=np.float64).reshape(-1)
-    if order == 2:
-        return np.sqrt(np.asarray(magnitude.multiply(magnitude).sum(axis=1))).reshape(-1)
-    return np.asarray(magnitude.sum(axis=1), dtype=np.float64).reshape(-1)
-
-
-class Affine:
-    """The affine map ``x -> W x + b`` with ``W`` of shape (out, in) and ``b`` of shape (out,).
-
-    ``matrix`` is ``W`` as stored: a numpy array, or a scipy CSR array where ``W`` is sparse
-    (a convolution; :data:`SPARSE_DENSITY`). The bounds, the MIP and the forward pass read
-    ``matrix``; ``weight`` is ``W`` as a dense array, made on first use, for the stages that
-    need one. Immutable."""
-
-    __slots__ = ("matrix", "bias", "_dense")
-    matrix: FloatArray | sparse.csr_array
-    bias: FloatArray
-    _dense: FloatArray | None
-
-    def __init__(
-        self, weight: ArrayLike | sparse.sparray, bias: ArrayLike, *, dense_only: bool = False
-    ) -> None:
-        matrix = _stored(weight, dense_only)
-        bias_array = _frozen(bias)
-        if len(matrix.shape) != 2:
-            raise NetworkError(f"affine weight must be a matrix, got shape {matrix.shape}")
-        if bias_array.shape != (matrix.shape[0],):
-            raise NetworkError(
-                f"affine bias has shape {bias_array.shape}, expected ({matrix.shape[0]},) "
-                f"for a weight of shape {matrix.shape}"
-            )
-        values = matrix.data if sparse.issparse(matrix) else matrix
-        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(bias_array))):
-            raise NetworkError("affine layer has non-finite (NaN or inf) weights or biases")
-        object.__setattr__(self, "matrix", matrix)
-        object.__setattr__(self, "bias", bias_array)
-        object.__setattr__(self, "_dense", None if sparse.issparse(matrix) else matrix)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Affine is immutable (cannot set {name!r})")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Affine is immutable (cannot delete {name!r})")
-
-    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (_rebuilt, (self.matrix, self.bias, not self.is_sparse))
-
-    @property
-    def weight(self) -> FloatArray:
-        """``W`` as a dense (frozen) array; for a sparse layer made on first use and kept."""
-        dense = self._dense
-        if dense is None:  # sparse: made once
-            dense = _frozen(cast("sparse.csr_array", self.matrix).toarray())
-            object.__setattr__(self, "_dense", dense)
-        return dense
-
-    @property
-    def is_sparse(self) -> bool:
-        return sparse.issparse(self.matrix)
-
-    @property
-    def in_features(self) -> int:
-        return int(self.matrix.shape[1])
-
-    @property
-    def out_features(self) -> int:
-        return int(self.matrix.shape[0])
-
-    @property
-    def nonzeros(self) -> int:
-        """Nonzero entries of ``W`` (what the MIP's rows hold)."""
-        if is_sparse(self.matrix):
-            return int(self.matrix.nnz)
-        return int(np.count_nonzero(self.matrix))
-
-    def row_norms(self, order: float) -> FloatArray:
-        """``||w_i||_order`` of each row of ``W`` (order 1, 2 or inf)."""
-        return row_norms(self.matrix, order)
-
-    def row_minima(self) -> FloatArray:
-        """The least entry of each row of ``W`` (the implicit zeros of a sparse row count)."""
-        if not self.is_sparse:
-            return self.matrix.min(axis=1) if self.in_features else np.zeros(self.out_features)
-        return np.asarray(self.matrix.min(axis=1).toarray(), dtype=np.float64).reshape(-1)
-
-    def dense(self) -> Affine:
-        """The same map with ``W`` stored dense (for comparisons)."""
-        return self if not self.is_sparse else Affine(self.weight, self.bias, dense_only=True)
-
-    def then(self, other: Affine) -> Affine:
-        """Composition ``other ∘ self``: ``x -> W2 (W1 x + b1) + b2``."""
-        product = other.matrix @ self.matrix
-        return Affine(product, other.matrix @ self.bias + other.bias)
-
-    def __repr__(self) -> str:
-        kind = "sparse" if self.is_sparse else "dense"
-        return f"Affine({self.out_features}x{self.in_features}, {kind})"
-
-
-def _rebuilt(matrix: object, bias: FloatArray, dense_only: bool) -> Affine:
-    """Unpickling: the layer as it was stored."""
-    return Affine(matrix, bias, dense_only=dense_only)
-
-
 @dataclass(frozen=True)
 class ReLU:
-    """Elementwise ``max(0, x)``."""
+    """Elementwise ``max(0, x)`` (an :class:`Activation` with every ``α = 0``, width unstated)."""
 
 
-Layer = Union[Affine, ReLU]
+Layer = Union[Affine, ReLU, Activation]
+Act = (ReLU, Activation)
+"""The activation layer types (for ``isinstance``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,11 +75,17 @@ class Network:
         if not layers:
             raise NetworkError("a network needs at least one affine layer")
         for index, layer in enumerate(layers):
-            expected = Affine if index % 2 == 0 else ReLU
+            expected = Affine if index % 2 == 0 else Act
             if not isinstance(layer, expected):
                 raise NetworkError(
-                    "network is not in canonical form Affine (ReLU Affine)*: "
-                    f"layer {index} is {type(layer).__name__}, expected {expected.__name__}"
+                    "network is not in canonical form Affine (Activation Affine)*: "
+                    f"layer {index} is {type(layer).__name__}, expected "
+                    f"{'Affine' if index % 2 == 0 else 'ReLU or Activation'}"
+                )
+            if isinstance(layer, Activation) and layer.width != layers[index - 1].out_features:
+                raise NetworkError(
+                    f"activation {index} has {layer.width} slopes for "
+                    f"{layers[index - 1].out_features} neurons"
                 )
         if not isinstance(layers[-1], Affine):
             raise NetworkError("network must end with an affine layer")
@@ -221,9 +100,10 @@ class Network:
     def from_layers(cls, layers: Sequence[Layer]) -> Network:
         """Canonicalise any sequence of Affine/ReLU layers.
 
-        Consecutive affine maps are composed, repeated ReLUs collapse (relu∘relu = relu), a
-        leading ReLU is rejected (it would act on the raw input) and a trailing ReLU gets an
-        identity affine map after it so that the output is ``Affine(relu(...))``.
+        Consecutive affine maps are composed, repeated ReLUs collapse (relu∘relu = relu), two
+        other activations in a row get an identity map between them, a leading activation is
+        rejected (it would act on the raw input) and a trailing one gets an identity affine map
+        after it so that the output is ``Affine(act(...))``.
         """
         out: list[Layer] = []
         for layer in layers:
@@ -232,26 +112,62 @@ class Network:
                     out[-1] = out[-1].then(layer)
                 else:
                     out.append(layer)
-            elif isinstance(layer, ReLU):
+            elif isinstance(layer, Act):
                 if not out:
-                    raise NetworkError("a ReLU applied directly to the input is not supported")
-                if not isinstance(out[-1], ReLU):
-                    out.append(layer)
+                    raise NetworkError(
+                        "an activation applied directly to the input is not supported"
+                    )
+                if isinstance(out[-1], ReLU) and isinstance(layer, ReLU):
+                    continue
+                if isinstance(out[-1], Act):
+                    width = out[-2].out_features  # type: ignore[union-attr]
+                    out.append(Affine(np.eye(width), np.zeros(width)))
+                out.append(layer)
             else:
                 raise NetworkError(f"unknown layer type {type(layer).__name__}")
-        if out and isinstance(out[-1], ReLU):
+        if out and isinstance(out[-1], Act):
             width = out[-2].out_features  # type: ignore[union-attr]
             out.append(Affine(np.eye(width), np.zeros(width)))
         return cls(tuple(out))
 
     @classmethod
-    def from_affines(cls, affines: Sequence[Affine]) -> Network:
-        """The network ``A_L ∘ relu ∘ ... ∘ relu ∘ A_1`` of affine maps with a ReLU between
-        each two."""
+    def from_affines(
+        cls, affines: Sequence[Affine], slopes: Sequence[ArrayLike] | None = None
+    ) -> Network:
+        """The network ``A_L ∘ act ∘ ... ∘ act ∘ A_1`` of affine maps with an activation between
+        each two: ReLU, or per hidden layer the slopes ``α`` given (one per neuron)."""
         layers: list[Layer] = []
-        for affine in affines[:-1]:
-            layers += [affine, ReLU()]
+        for k, affine in enumerate(affines[:-1]):
+            alpha = None if slopes is None else np.asarray(slopes[k], dtype=np.float64)
+            act = ReLU() if alpha is None or not np.any(alpha) else Activation(alpha)
+            layers += [affine, act]
         return cls((*layers, affines[-1]))
+
+    @cached_property
+    def slopes(self) -> tuple[FloatArray, ...]:
+        """``α`` per hidden layer, one per neuron (zeros on a :class:`ReLU` layer)."""
+        acts = self.layers[1::2]
+        return tuple(
+            act.alpha if isinstance(act, Activation) else _zeros(affine.out_features)
+            for act, affine in zip(acts, self.affine_layers)
+        )
+
+    @cached_property
+    def is_relu(self) -> bool:
+        """Every hidden neuron a ReLU (``α = 0``)."""
+        return not any(np.any(alpha) for alpha in self.slopes)
+
+    def lowered(self) -> Network:
+        """The same function with ReLUs only (``h = relu(z) - α relu(-z)``; two neurons for each
+        non-ReLU neuron): for the stages that read ReLU networks only."""
+        if self.is_relu:
+            return self
+        affines = list(self.affine_layers)
+        for k, alpha in enumerate(self.slopes):
+            pick, combine = activation.lowered(alpha)
+            affines[k] = affines[k].then(Affine(pick, np.zeros(pick.shape[0])))
+            affines[k + 1] = Affine(combine, np.zeros(combine.shape[0])).then(affines[k + 1])
+        return Network.from_affines(affines)
 
     # ------------------------------------------------------------------ shape facts
     @cached_property
@@ -285,6 +201,18 @@ class Network:
         """The same network with every weight matrix stored dense (for comparisons)."""
         return Network(tuple(x.dense() if isinstance(x, Affine) else x for x in self.layers))
 
+    def activate(self, layer: int, z: ArrayLike) -> FloatArray:
+        """``h_k = α z + (1 - α) relu(z)`` of hidden layer ``layer`` (0-based)."""
+        if not np.any(alpha := self.slopes[layer]):
+            return np.maximum(z, 0.0)
+        return activation.apply(alpha, z)
+
+    def derivatives(self, layer: int, mask: ArrayLike) -> FloatArray:
+        """``D = α + (1 - α) σ`` of hidden layer ``layer`` for a 0/1 pattern ``σ``."""
+        if not np.any(alpha := self.slopes[layer]):
+            return np.asarray(mask, dtype=np.float64)
+        return activation.derivative(alpha, mask)
+
     # ------------------------------------------------------------------ evaluation
     def _as_batch(self, x: ArrayLike) -> tuple[FloatArray, bool]:
         arr = np.asarray(x, dtype=np.float64)
@@ -302,30 +230,31 @@ class Network:
         batch, _ = self._as_batch(x)
         out = []
         h = batch
-        for affine in self.affine_layers[:-1]:
+        for k, affine in enumerate(self.affine_layers[:-1]):
             z = h @ affine.matrix.T + affine.bias
             out.append(z)
-            h = np.maximum(z, 0.0)
+            h = self.activate(k, z)
         return out
 
     def forward(self, x: ArrayLike) -> FloatArray:
         """``f(x)`` for one input (d,) -> (m,) or a batch (n, d) -> (n, m)."""
         batch, single = self._as_batch(x)
         h = batch
-        for affine in self.affine_layers[:-1]:
-            h = np.maximum(h @ affine.matrix.T + affine.bias, 0.0)
+        for k, affine in enumerate(self.affine_layers[:-1]):
+            h = self.activate(k, h @ affine.matrix.T + affine.bias)
         last = self.affine_layers[-1]
         y = h @ last.matrix.T + last.bias
         return y[0] if single else y
 
     def jacobian_from_pattern(self, pattern: Sequence[ArrayLike]) -> FloatArray:
-        """Jacobian ``W_L D_{L-1} W_{L-1} ... D_1 W_1`` for a given 0/1 activation pattern."""
+        """Jacobian ``W_L D_{L-1} W_{L-1} ... D_1 W_1`` for a given 0/1 activation pattern
+        (``D_k = α_k + (1 - α_k) σ_k``)."""
         affines = self.affine_layers
         if len(pattern) != len(affines) - 1:
             raise NetworkError(f"pattern has {len(pattern)} layers, expected {len(affines) - 1}")
         jac = affines[-1].weight
-        for mask, affine in zip(reversed(pattern), reversed(affines[:-1])):
-            jac = (jac * np.asarray(mask, dtype=np.float64)) @ affine.matrix  # backward: m x n_k
+        for k in range(len(pattern) - 1, -1, -1):  # backward: m x n_k
+            jac = (jac * self.derivatives(k, pattern[k])) @ affines[k].matrix
         return np.array(jac)
 
     def activation_pattern(self, x: ArrayLike) -> list[FloatArray]:
@@ -350,13 +279,19 @@ class Network:
         self, masks: Sequence[FloatArray], c: ArrayLike, count: int | None = None
     ) -> FloatArray:
         """``g(σ)^T = c^T W_L D_{L-1} ··· D_1 W_1`` for a batch of 0/1 patterns, each
-        ``D_k = diag(σ_k)``: ``masks[k]`` is (n, width_k), the result (n, d). ``count`` is n
-        (needed only without hidden layers, where there are no masks; default 1)."""
+        ``D_k = diag(α_k + (1 - α_k) σ_k)``: ``masks[k]`` is (n, width_k), the result (n, d).
+        ``count`` is n (needed only without hidden layers, where there are no masks; default 1)."""
         affines = self.affine_layers
         if count is None:
             count = masks[0].shape[0] if len(masks) else 1
         cvec = np.asarray(c, dtype=np.float64)
         y = np.broadcast_to(affines[-1].matrix.T @ cvec, (count, affines[-1].in_features))
-        for mask, affine in zip(reversed(masks), reversed(affines[:-1])):
-            y = (y * mask) @ affine.matrix
+        for k in range(len(masks) - 1, -1, -1):
+            y = (y * self.derivatives(k, masks[k])) @ affines[k].matrix
         return np.array(y) if len(affines) == 1 else y
+
+
+def _zeros(width: int) -> FloatArray:
+    zeros = np.zeros(width)
+    zeros.setflags(write=False)
+    return zeros

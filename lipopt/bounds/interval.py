@@ -5,6 +5,11 @@ Forward, for ``z = W h + b`` with ``h ∈ [l, u]`` written as centre ``c = (l+u)
 The first layer uses the exact image of the domain: for the ℓ1 ball of radius ρ around x0,
 ``w·x ∈ [w·x0 - ρ ||w||_∞, w·x0 + ρ ||w||_∞]``.
 
+Per-neuron activations ``h = α z + (1 - α) relu(z)`` (lipopt.activation): ``h``'s range is the
+hull of its values at ``l, u`` and (where ``l < 0 < u``) 0, and the switch ``s = D y`` with
+``D ∈ {α, 1}`` lies in the hull of ``[ly, uy]`` and ``α [ly, uy]``; an identity neuron is
+ACTIVE. The ReLU text below is the case ``α = 0``.
+
 Backward (the chain rule ``y_K = W_L^T c``, ``s_k = a_k ⊙ y_k``, ``y_{k-1} = W_k^T s_k``,
 ``∇f = W_1^T s_1``): the switch ``s = a·y`` with ``y ∈ [ly, uy]`` lies in ``[ly, uy]`` if the neuron
 is always active, ``{0}`` if always inactive, and ``[min(ly, 0), max(uy, 0)]`` otherwise; the
@@ -21,6 +26,7 @@ from typing import Union
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from lipopt.activation import switch_range, value_range
 from lipopt.bounds.cut_range import affine_range
 from lipopt.domain import Domain, Intersection, L1Ball, L2Ball, Polytope
 from lipopt.network import Affine, Network
@@ -45,11 +51,17 @@ _ACTIVE, _INACTIVE = int(NeuronState.ACTIVE), int(NeuronState.INACTIVE)
 _UNSTABLE = int(NeuronState.UNSTABLE)
 
 
-def classify(lower: FloatArray, upper: FloatArray) -> NDArray[np.int8]:
-    """ACTIVE where ``l >= 0``, INACTIVE where ``u <= 0`` (checked first), else UNSTABLE."""
+def classify(
+    lower: FloatArray, upper: FloatArray, alpha: FloatArray | None = None
+) -> NDArray[np.int8]:
+    """ACTIVE where ``l >= 0``, INACTIVE where ``u <= 0`` (checked first), else UNSTABLE; an
+    identity neuron (``α = 1``, slopes ``alpha``) is ACTIVE whatever its bounds (``h = z``,
+    derivative 1: exactly what ACTIVE means downstream)."""
     state = np.full(lower.shape, NeuronState.UNSTABLE, dtype=np.int8)
     state[lower >= 0] = NeuronState.ACTIVE
     state[upper <= 0] = NeuronState.INACTIVE
+    if alpha is not None:
+        state[alpha == 1.0] = NeuronState.ACTIVE
     return state
 
 
@@ -64,6 +76,9 @@ class NetworkBounds:
             ``s_k = a_k y_k``).
         input_grad_lower, input_grad_upper: bounds on the input gradient ``∇f = W_1^T s_1``.
         method: how they were computed.
+        slopes: the network's ``α`` per hidden layer, or None for a ReLU network. A state
+            then reads: ACTIVE ``h = z``, ``s = y``; INACTIVE ``h = α z``, ``s = α y``;
+            UNSTABLE ``h = α z + (1 - α) relu(z)``, ``s = α y + (1 - α) a y``.
     """
 
     pre_lower: tuple[FloatArray, ...]
@@ -73,18 +88,30 @@ class NetworkBounds:
     input_grad_lower: FloatArray
     input_grad_upper: FloatArray
     method: str = "interval"
+    slopes: tuple[FloatArray, ...] | None = None
 
     @property
     def states(self) -> tuple[NDArray[np.int8], ...]:
-        return tuple(classify(lo, hi) for lo, hi in zip(self.pre_lower, self.pre_upper))
+        alphas = self.slopes or (None,) * len(self.pre_lower)
+        return tuple(
+            classify(lo, hi, alpha) for lo, hi, alpha in zip(self.pre_lower, self.pre_upper, alphas)
+        )
 
     @property
     def unstable_count(self) -> int:
         return int(sum(np.count_nonzero(s == NeuronState.UNSTABLE) for s in self.states))
 
     def switch_bounds(self, layer: int) -> tuple[FloatArray, FloatArray]:
-        """Bounds on ``s_k = a_k ⊙ y_k`` for hidden layer index ``layer`` (0-based)."""
-        return _switch(self.states[layer], self.grad_lower[layer], self.grad_upper[layer])
+        """Bounds on ``s_k = D_k ⊙ y_k`` for hidden layer index ``layer`` (0-based)."""
+        alpha = None if self.slopes is None else self.slopes[layer]
+        return _switch(self.states[layer], self.grad_lower[layer], self.grad_upper[layer], alpha)
+
+    def hidden_range(self, layer: int) -> tuple[FloatArray, FloatArray]:
+        """Bounds on the post-activation ``h_k`` of hidden layer index ``layer`` (0-based)."""
+        lower, upper = self.pre_lower[layer], self.pre_upper[layer]
+        if self.slopes is None:
+            return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+        return value_range(self.slopes[layer], lower, upper)
 
 
 #: relative outward rounding of every computed bound (float error is far smaller)
@@ -127,9 +154,16 @@ def first_layer_bounds(affine: Affine, domain: Domain) -> tuple[FloatArray, Floa
     return _affine_interval(affine.matrix, affine.bias, lower, upper)
 
 
+def slopes_of(network: Network) -> tuple[FloatArray, ...] | None:
+    """``network.slopes``, or None for a ReLU network (what :class:`NetworkBounds` keeps)."""
+    return None if network.is_relu else network.slopes
+
+
 def _switch(
-    state: NDArray[np.int8], lower: FloatArray, upper: FloatArray
+    state: NDArray[np.int8], lower: FloatArray, upper: FloatArray, alpha: FloatArray | None = None
 ) -> tuple[FloatArray, FloatArray]:
+    if alpha is not None:
+        return switch_range(alpha, state, lower, upper)
     # unstable: the range widened to include 0; active: unchanged; inactive: {0}
     unstable, live = state == _UNSTABLE, state != _INACTIVE
     s_lower = np.where(live, np.minimum(lower, 0.0, where=unstable, out=lower.copy()), 0.0)
@@ -147,17 +181,27 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
     lo, hi = first_layer_bounds(affines[0], domain)
     lowers.append(lo)
     uppers.append(hi)
-    for affine in affines[1:-1]:
-        lo, hi = _affine_interval(
-            affine.matrix, affine.bias, np.maximum(lo, 0.0), np.maximum(hi, 0.0)
-        )
+    for k, affine in enumerate(affines[1:-1]):
+        h_lo, h_hi = hidden_range(network, k, lo, hi)
+        lo, hi = _affine_interval(affine.matrix, affine.bias, h_lo, h_hi)
         # a row with no negative weight or bias sums non-negative ReLU outputs: z >= 0 exactly
         # (in floating point too), not a hair below as the outward rounding would say; so the
         # pass-through neurons of a compiled max-pooling are stable, without a binary
-        lo = np.where(_nonnegative_rows(affine), np.maximum(lo, 0.0), lo)
+        if np.all(h_lo >= 0.0):
+            lo = np.where(_nonnegative_rows(affine), np.maximum(lo, 0.0), lo)
         lowers.append(lo)
         uppers.append(hi)
     return lowers, uppers
+
+
+def hidden_range(
+    network: Network, layer: int, lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The range of ``h_k = α z + (1 - α) relu(z)`` for ``z ∈ [lower, upper]`` (hidden layer
+    ``layer``, 0-based): ``[relu(l), relu(u)]`` on a ReLU layer."""
+    if not np.any(alpha := network.slopes[layer]):
+        return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+    return value_range(alpha, lower, upper)
 
 
 def _nonnegative_rows(affine: Affine) -> NDArray[np.bool_]:
@@ -185,13 +229,14 @@ def backward_interval(
     Returns per-layer bounds on ``y_k`` (first hidden layer first) and bounds on ``∇f``.
     """
     affines = network.affine_layers
+    alphas = slopes_of(network) or (None,) * len(states)
     y_lo, y_hi = top_lower, top_upper
     grad_lo: list[FloatArray] = []
     grad_hi: list[FloatArray] = []
-    for state, affine in zip(reversed(states), reversed(affines[:-1])):
+    for state, affine, alpha in zip(reversed(states), reversed(affines[:-1]), reversed(alphas)):
         grad_lo.append(y_lo)
         grad_hi.append(y_hi)
-        s_lo, s_hi = _switch(state, y_lo, y_hi)
+        s_lo, s_hi = _switch(state, y_lo, y_hi, alpha)
         y_lo, y_hi = _affine_interval(affine.matrix.T, np.zeros(affine.in_features), s_lo, s_hi)
     grad_lo.reverse()
     grad_hi.reverse()
@@ -211,19 +256,29 @@ def bounds_from_pre_activations(
     method: str = "interval",
 ) -> NetworkBounds:
     """Complete forward bounds with backward interval bounds into a :class:`NetworkBounds`."""
-    states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper)]
+    states = network_states(network, pre_lower, pre_upper)
     top_lo, top_hi = seed_bounds(network, seed)
     backward = backward_interval(network, states, top_lo, top_hi)
-    return assembled((pre_lower, pre_upper), backward, method)
+    return assembled((pre_lower, pre_upper), backward, method, slopes_of(network))
+
+
+def network_states(
+    network: Network, pre_lower: Sequence[FloatArray], pre_upper: Sequence[FloatArray]
+) -> list[NDArray[np.int8]]:
+    """:func:`classify` per hidden layer with the network's slopes."""
+    alphas = slopes_of(network) or (None,) * len(pre_lower)
+    return [classify(lo, hi, a) for lo, hi, a in zip(pre_lower, pre_upper, alphas, strict=True)]
 
 
 def assembled(
     forward: tuple[Sequence[FloatArray], Sequence[FloatArray]],
     backward: tuple[Sequence[FloatArray], Sequence[FloatArray], FloatArray, FloatArray],
     method: str,
+    slopes: tuple[FloatArray, ...] | None = None,
 ) -> NetworkBounds:
     """A :class:`NetworkBounds` from a forward pass's ``(lower, upper)`` per hidden layer and a
-    backward pass's ``(y lower, y upper, ∇f lower, ∇f upper)``."""
+    backward pass's ``(y lower, y upper, ∇f lower, ∇f upper)``; ``slopes`` as
+    :func:`slopes_of`."""
     grad_lo, grad_hi, in_lo, in_hi = backward
     return NetworkBounds(
         pre_lower=tuple(forward[0]),
@@ -233,4 +288,5 @@ def assembled(
         input_grad_lower=in_lo,
         input_grad_upper=in_hi,
         method=method,
+        slopes=slopes,
     )
