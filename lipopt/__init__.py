@@ -1,4 +1,5 @@
-"""lipopt: exact local Lipschitz constants of ReLU networks by mixed-integer programming.
+"""lipopt: exact local Lipschitz constants of piecewise-linear networks by mixed-integer
+programming.
 
 >>> import lipopt
 >>> net = lipopt.load_onnx("models/synthetic-2x20x40x20x2.onnx")          # doctest: +SKIP
@@ -21,13 +22,14 @@ from lipopt.domain import (
 from lipopt.io.onnx import OnnxImportError, load_onnx
 from lipopt.io.torch import from_torch
 from lipopt.lipschitz import LipschitzError, LipschitzResult, build_model, lipschitz
-from lipopt.network import Affine, Network, NetworkError, ReLU
+from lipopt.network import Activation, Affine, Network, NetworkError, ReLU
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.solvers import SolverError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Activation",
     "Affine",
     "Box",
     "CertifyResult",

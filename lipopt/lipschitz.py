@@ -103,7 +103,7 @@ def lipschitz(
     """The local Lipschitz constant of ``c^T f`` (or of f under an output norm) over ``domain``.
 
     Args:
-        network: the ReLU network.
+        network: the network (affine maps and per-neuron activations).
         domain: a :class:`~lipopt.Box`, :class:`~lipopt.LinfBall`, :class:`~lipopt.L1Ball`,
             :class:`~lipopt.L2Ball`, :class:`~lipopt.Polytope` (a box cut by rows
             ``A x <= b``), an :class:`~lipopt.Intersection` (an ℓ1 or ℓ2 ball ∩ a polytope;

@@ -59,7 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_certify_arguments(parser: argparse.ArgumentParser) -> None:
     """The classifier, the ball around x, the method, solver and output."""
-    parser.add_argument("model", help="ONNX file of a feed-forward ReLU classifier")
+    parser.add_argument(
+        "model",
+        help="ONNX file of a feed-forward piecewise-linear classifier",
+    )
     parser.add_argument(
         "--center",
         metavar="X|FILE",

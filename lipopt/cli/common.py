@@ -40,7 +40,7 @@ def _add_problem_arguments(
     """The network, domain and norms: shared by solve, export and compare (without
     ``--output-norm``: the estimators take a weighting c; with ``l2`` (a note for the help,
     possibly empty): the ℓ2 input norm, which export does not take)."""
-    parser.add_argument("model", help="ONNX file of a feed-forward ReLU network")
+    parser.add_argument("model", help="ONNX file of a feed-forward piecewise-linear network")
     dom = parser.add_argument_group("domain (one of; --polytope and --clip may cut the others)")
     dom.add_argument(
         "--box",

@@ -41,7 +41,7 @@ def make_parser(show_all: bool = False) -> argparse.ArgumentParser:
     ``solve --help`` lists every speed lever (what ``--help-all`` asks for)."""
     parser = _Parser(
         prog="lipopt",
-        description="Exact local Lipschitz constants of ReLU networks by mixed-integer "
+        description="Exact local Lipschitz constants of piecewise-linear networks by mixed-integer "
         "programming.",
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
