@@ -82,11 +82,13 @@ class Network:
                     f"layer {index} is {type(layer).__name__}, expected "
                     f"{'Affine' if index % 2 == 0 else 'ReLU or Activation'}"
                 )
-            if isinstance(layer, Activation) and layer.width != layers[index - 1].out_features:
-                raise NetworkError(
-                    f"activation {index} has {layer.width} slopes for "
-                    f"{layers[index - 1].out_features} neurons"
-                )
+            before = layers[index - 1]
+            if isinstance(layer, Activation) and isinstance(before, Affine):
+                if layer.width != before.out_features:
+                    raise NetworkError(
+                        f"activation {index} has {layer.width} slopes for "
+                        f"{before.out_features} neurons"
+                    )
         if not isinstance(layers[-1], Affine):
             raise NetworkError("network must end with an affine layer")
         affines = self.affine_layers
