@@ -145,6 +145,7 @@ def _refine(
                 and solved.refinements >= problem.max_refinements
             )
             or (remaining is not None and remaining <= 0)
+            or not margin_verdicts_cut(problem)
             or not exclude_region(problem, values, check)
         ):
             return
@@ -211,14 +212,28 @@ def _raw_point(problem: ModelProblem, values: Any) -> FloatArray:
 def full_pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
     """The full 0/1 activation pattern: known states, and rounded binaries for unstable neurons
     (a binary that no constraint uses, e.g. of a neuron that is 0 on the whole domain, is left
-    out by the solver and taken as 0)."""
+    out by the solver and taken as 0); an identity neuron (``α = 1``, ACTIVE, no binary) whose
+    sign is open: ``[h > 0]`` at the solver's point (``h = z`` there)."""
     pattern = []
-    for state, layer_bins in zip(bounds.states, lip.activations):
+    for k, (state, layer_bins) in enumerate(zip(bounds.states, lip.activations)):
         mask = (state == NeuronState.ACTIVE).astype(np.float64)
         for i, var in layer_bins.items():
             mask[i] = 1.0 if values.get(var, 0.0) > 0.5 else 0.0
+        if bounds.slopes is not None:
+            open_sign = (bounds.slopes[k] == 1.0) & (bounds.pre_lower[k] < 0.0)
+            h = lip.model.component(f"h{k + 1}")
+            for i in np.flatnonzero(open_sign):
+                mask[i] = 1.0 if values.get(h[i], 0.0) > 0.0 else 0.0
         pattern.append(mask)
     return pattern
+
+
+def margin_verdicts_cut(problem: ModelProblem) -> bool:
+    """Whether a lower-dimensional verdict of the margin LP may exclude a pattern: for a ReLU
+    network. The margin LP reads a pattern as ReLU gates (``D = σ``); on a network with other
+    slopes a wrong verdict would cut off a region that attains the constant, so none is cut
+    there and the model's bound stands (an ``upper_bound`` where its optimum is not attained)."""
+    return problem.net_bounds.slopes is None
 
 
 def exclude_pattern(
