@@ -222,8 +222,8 @@ def full_pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> lis
         if bounds.slopes is not None:
             open_sign = (bounds.slopes[k] == 1.0) & (bounds.pre_lower[k] < 0.0)
             h = lip.model.component(f"h{k + 1}")
-            for i in np.flatnonzero(open_sign):
-                mask[i] = 1.0 if values.get(h[i], 0.0) > 0.0 else 0.0
+            for neuron in np.flatnonzero(open_sign).tolist():
+                mask[neuron] = 1.0 if values.get(h[neuron], 0.0) > 0.0 else 0.0
         pattern.append(mask)
     return pattern
 

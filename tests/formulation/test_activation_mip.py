@@ -17,10 +17,12 @@ import numpy as np
 import pyomo.environ as pe
 import pytest
 
-from lipopt import Box, lipschitz
+from lipopt import Box, build_model, lipschitz
 from lipopt.activation import Activation
+from lipopt.balance import balanced
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import NeuronState
+from lipopt.estimators import liplp
 from lipopt.formulation import ModelSpec, build
 from lipopt.formulation.objective import set_candidate
 from lipopt.formulation.products import gate_products, remove_products, set_products
@@ -92,7 +94,7 @@ def _norms(weights: list, slopes: list, points: np.ndarray, seed, norm: InputNor
 
 def _solved(lip, solver: str = "highs") -> tuple[float, np.ndarray]:
     result = get(solver).solve(lip.model, SolveOptions())
-    assert result.termination is Termination.OPTIMAL
+    assert result.termination is Termination.OPTIMAL and result.bound is not None
     point = np.array([result.values.get(v, 0.0) for v in lip.x])
     return float(result.bound), np.clip(point, -1.0, 1.0)
 
@@ -196,7 +198,7 @@ def test_gate_products_of_a_sloped_network() -> None:
         lip = build(net, BOX, c, InputNorm.L1, bounds, ModelSpec(decompose=True))
         products = gate_products(net, c, bounds.states)
         assert products is not None and products.slopes is not None
-        best, best_point = -np.inf, None
+        best, best_point = -np.inf, np.zeros(2)
         for candidate in lip.candidates:
             set_products(lip.model, lip.activations, products, candidate)
             value, point = _solved(lip)
@@ -251,7 +253,8 @@ def test_relu_network_model_is_the_same_whatever_spells_it(tmp_path, form: str) 
     for seed in range(3):
         weights, _ = _weights(70 + seed, [3, 6, 5, 1], "relu")
         c = np.array([1.0])
-        texts, values = [], []
+        texts: list[str] = []
+        values: list[float] = []
         for act in (lambda n: ReLU(), lambda n: Activation(np.zeros(n))):
             layers = [Affine(*weights[0]), act(6), Affine(*weights[1]), act(5), Affine(*weights[2])]
             net = Network(tuple(layers))
@@ -299,3 +302,49 @@ def test_prefix_network_keeps_the_slopes() -> None:
         np.testing.assert_array_equal(got, want)
     x = np.random.default_rng(0).uniform(-1, 1, size=(50, 2))
     np.testing.assert_allclose(prefix.forward(x), net.pre_activations(x)[2])
+
+
+def test_balanced_network_keeps_the_slopes() -> None:
+    """Balancing a badly scaled neuron (a power-of-two scale, which commutes with every
+    ``h = α z + (1 - α) relu(z)``) keeps the slopes and the function."""
+    weights, slopes = _weights(110, [2, 4, 3, 1], "mix")
+    weights[0][0][1] *= 1e6
+    weights[0][1][1] *= 1e6
+    weights[1][0][:, 1] *= 1e-6
+    net = _network(weights, slopes)
+    balanced_net = balanced(net, 1e3)
+    assert balanced_net is not net
+    for got, want in zip(balanced_net.slopes, slopes):
+        np.testing.assert_array_equal(got, want)
+    x = np.random.default_rng(1).uniform(-1, 1, size=(100, 2))
+    np.testing.assert_allclose(balanced_net.forward(x), net.forward(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("relax", [False, True])
+def test_exported_model(tmp_path, relax: bool) -> None:
+    """The export path (``build_model``, then the LP file): with interval bounds the written
+    model of a sloped network names ``r{k}`` and solves to the brute force's value (its LP
+    relaxation to at least it); with the default linear bounds, until they take slopes, a
+    one-line refusal."""
+    weights, slopes = _weights(120, [2, 5, 4, 1], "abs")
+    net, c = _network(weights, slopes), np.array([1.0])
+    lip = build_model(net, BOX, "linf", c, bounds="interval", relax=relax)
+    text = write_model(lip.model, tmp_path / "sloped.lp").read_text()
+    assert "r1(" in text or "r2(" in text
+    value = _solved(lip)[0]
+    expected = _norms(weights, slopes, GRID, c, InputNorm.LINF).max()
+    if relax:
+        assert value >= expected - TOLERANCE
+    else:
+        assert value == pytest.approx(expected, rel=TOLERANCE)
+    if propagate(net, BOX, c, method="linear").slopes is None:
+        with pytest.raises(ValueError, match="linear bounds do not take"):
+            build_model(net, BOX, "linf", c)
+
+
+def test_liplp_bounds_the_constant() -> None:
+    """LipLP (the relaxation, interval bounds) of a sloped network is at least the constant."""
+    weights, slopes = _weights(130, [2, 5, 4, 1], "uniform")
+    net, c = _network(weights, slopes), np.array([1.0])
+    estimate = liplp.estimate(net, BOX, "linf", c)
+    assert estimate.value >= _norms(weights, slopes, GRID, c, InputNorm.LINF).max() - TOLERANCE
