@@ -348,3 +348,27 @@ def test_liplp_bounds_the_constant() -> None:
     net, c = _network(weights, slopes), np.array([1.0])
     estimate = liplp.estimate(net, BOX, "linf", c)
     assert estimate.value >= _norms(weights, slopes, GRID, c, InputNorm.LINF).max() - TOLERANCE
+
+
+LEVERS = [
+    ("linf", {"sign_split": True, "formulation": "backward"}),
+    ("linf", {"gate_split": True, "formulation": "forward"}),
+    ("linf", {"gate_split": True, "formulation": "backward"}),
+    ("l1", {"decompose": True, "products": True, "formulation": "backward"}),
+    ("l1", {"decompose": True, "products": False, "formulation": "backward"}),
+    ("linf", {"split": True, "formulation": "backward"}),
+]
+
+
+@pytest.mark.parametrize(("norm", "levers"), LEVERS, ids=lambda v: str(v))
+def test_unions_of_models(norm: str, levers: dict) -> None:
+    """The unions built on the model (sign and gate halves, the ℓ1 candidates with and without
+    gate products, the domain split) give the brute force's value on sloped networks."""
+    for pool in ("mix", "uniform"):
+        weights, slopes = _weights(140, [2, 6, 5, 1], pool)
+        net, c = _network(weights, slopes), np.array([1.0])
+        options = dict(bounds="interval", regions=False, bab=False, attack=False, split=False)
+        result = lipschitz(net, BOX, norm, c, **{**options, "subnet_bounds": False, **levers})
+        expected = _norms(weights, slopes, GRID, c, InputNorm.parse(norm)).max()
+        assert result.status in ("optimal", "upper_bound")
+        assert result.value == pytest.approx(expected, rel=1e-6, abs=1e-6)
