@@ -28,7 +28,7 @@ from lipopt.formulation.objective import set_candidate
 from lipopt.formulation.products import gate_products, remove_products, set_products
 from lipopt.network import Affine, Network, ReLU
 from lipopt.norms import InputNorm, OutputNorm
-from lipopt.search.subnets import prefix_network
+from lipopt.search.subnets import prefix_network, subnet_tangent_bounds
 from lipopt.solvers import SolveOptions, Termination, available, get
 from lipopt.solvers.export import write_model
 
@@ -372,3 +372,13 @@ def test_unions_of_models(norm: str, levers: dict) -> None:
         expected = _norms(weights, slopes, GRID, c, InputNorm.parse(norm)).max()
         assert result.status in ("optimal", "upper_bound")
         assert result.value == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
+def test_subnet_tangent_bounds_refuse_sloped_networks() -> None:
+    """The sub-network refinement tightens the CROWN tangent bounds, which read ReLU switches
+    only: refused in one line for other activations (the MIP strategy skips it there)."""
+    weights, slopes = _weights(150, [2, 4, 3, 1], "leaky")
+    net, c = _network(weights, slopes), np.array([1.0])
+    bounds = propagate(net, BOX, c, method="interval")
+    with pytest.raises(ValueError, match="ReLU networks only"):
+        subnet_tangent_bounds(net, BOX, bounds, "linf", get("highs"), 1.0)
