@@ -380,3 +380,65 @@ def test_slope_search_graph_matches_the_numpy_bound(case, norm):
     graph = js._bound(problem, params, ops, torch).numpy()
     numpy = back_substitute(problem, thetas)
     assert np.all(numpy >= graph) and np.allclose(numpy, graph, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind", DOMAINS)
+@pytest.mark.parametrize("case", range(4))
+def test_native_interval_bounds_within_the_lowered_networks(case, kind):
+    """A theorem for interval bounds (not for CROWN, whose heuristic lines differ): the lowered
+    network (``h = relu(z) - α relu(-z)``, two ReLUs per non-ReLU neuron) sees ``h`` through an
+    interval sum that contains ``h``'s exact range, and its switches through two independent
+    ones, so by monotonicity of interval arithmetic the native bounds on each ``z`` and on
+    ``∇f`` lie inside the lowered network's (up to the outward rounding)."""
+    network, _, slopes, domain, seed, _, _, _ = _setup(case, kind, "c")
+    native = interval_bounds(network, domain, seed)
+    lowered = interval_bounds(network.lowered(), domain, seed)
+    for k, alpha in enumerate(slopes):
+        keep = _plus_rows(alpha)
+        slack = 1e-9 * (1.0 + np.abs(native.pre_lower[k]) + np.abs(native.pre_upper[k]))
+        assert np.all(native.pre_lower[k] >= lowered.pre_lower[k][keep] - slack)
+        assert np.all(native.pre_upper[k] <= lowered.pre_upper[k][keep] + slack)
+    slack = 1e-9 * (1.0 + np.abs(native.input_grad_lower) + np.abs(native.input_grad_upper))
+    assert np.all(native.input_grad_lower >= lowered.input_grad_lower - slack)
+    assert np.all(native.input_grad_upper <= lowered.input_grad_upper + slack)
+
+
+def _plus_rows(alpha: np.ndarray) -> np.ndarray:
+    """Index of the lowered neuron ``relu(z_i)`` of each native neuron ``i``: one row per ReLU
+    neuron, two (``z``, then ``-z``) per other neuron."""
+    sizes = np.where(alpha == 0.0, 1, 2)
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]])
+
+
+@pytest.mark.parametrize("ends", [(-2.0, 1.0), (-1.0, 2.0)])
+@pytest.mark.parametrize("alpha", [0.25, -1.0, 0.0, 1.3, 2.0])
+def test_lp_hull_is_exact_where_crown_is_not(alpha, ends):
+    """``h(x) - x`` and ``h(x) - α x`` on ``x ∈ [l, u]`` (an identity neuron and a two-piece
+    one on the same input): their ranges are the hulls of ``{0, (α - 1) l}`` and
+    ``{0, (1 - α) u}``. CROWN's line through the origin (slope α if ``u < -l``, else 1) misses
+    the side at 0 of one of them; the hull LP (``h >= z, h >= αz`` or reversed, and the chord)
+    gets both sides of both (each of its rows is needed for one of the sides)."""
+    pytest.importorskip("highspy")
+    network = Network(
+        (
+            Affine(np.array([[1.0], [1.0]]), np.zeros(2)),
+            Activation(np.array([1.0, alpha])),
+            Affine(np.array([[-1.0, 1.0], [-alpha, 1.0]]), np.zeros(2)),
+            ReLU(),
+            Affine(np.array([[1.0, 1.0]]), np.zeros(1)),
+        )
+    )
+    lower, upper = ends
+    domain = Box([lower], [upper])
+    lp, linear = lp_bounds(network, domain, [1.0]), linear_bounds(network, domain, [1.0])
+    fars = ((alpha - 1.0) * lower, (1.0 - alpha) * upper)
+    for row, far in enumerate(fars):
+        assert lp.pre_lower[1][row] == pytest.approx(min(0.0, far), abs=1e-7)
+        assert lp.pre_upper[1][row] == pytest.approx(max(0.0, far), abs=1e-7)
+    row = 0 if upper < -lower else 1  # the one CROWN's line misses
+    missed = (
+        linear.pre_upper[1][row] - max(0.0, fars[row])
+        if alpha > 1.0  # concave: the line above; convex: the line below
+        else min(0.0, fars[row]) - linear.pre_lower[1][row]
+    )
+    assert missed > 0.1 or (alpha == 0.0 and row == 1)  # h - 0·x = relu(x): interval is exact
