@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds
-from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
+from lipopt.domain import Box, L1Ball, L2Ball, LinfBall, Polytope
 from lipopt.network import Affine, Network
 from lipopt.norms import OutputNorm
 from tests import oracle
@@ -15,7 +15,7 @@ from tests import oracle
 TOL = 1e-9
 SAMPLES = 5000
 NAMED = np.array([0.0, 1.0, 0.1, 0.25, -1.0])
-DOMAINS = ("box", "linf", "l1", "l2")
+DOMAINS = ("box", "linf", "l1", "l2", "polytope")
 WIDTHS = ([3, 6, 6, 5, 2], [2, 8, 7, 1], [4, 5, 5, 5, 5, 3])
 
 
@@ -43,6 +43,7 @@ def make_domain(kind: str, rng: np.random.Generator, dim: int):
         "linf": lambda: LinfBall(centre, 0.5),
         "l1": lambda: L1Ball(centre, 0.9),
         "l2": lambda: L2Ball(centre, 0.7),
+        "polytope": lambda: Polytope(np.ones((1, dim)), [centre.sum()], centre - 0.7, centre + 0.7),
     }[kind]()
 
 

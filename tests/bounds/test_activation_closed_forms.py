@@ -75,7 +75,7 @@ def test_switch_relaxation_lines_enclose_both_slopes():
             assert np.all(s >= low_slope * y + low_shift - 1e-12)
 
 
-@pytest.mark.parametrize("kind", DOMAINS)
+@pytest.mark.parametrize("kind", DOMAINS[:4])  # the closed forms: boxes and balls
 def test_identity_network_linear_bounds_are_its_affine_range(kind):
     """All α = 1: f is affine, z_k = M_k x + m_k; the linear bounds are M_k's exact range over
     the domain and the gradient bounds the one gradient."""
