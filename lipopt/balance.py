@@ -59,8 +59,7 @@ def balanced(network: Network, ratio: float) -> Network:
         affines[k] = Affine(_rows_scaled(affines[k].matrix, 1.0 / scales), affines[k].bias / scales)
         columns = _rows_scaled(affines[k + 1].matrix.T, scales).T
         affines[k + 1] = Affine(columns, affines[k + 1].bias)
-    # a positive scale commutes with every activation h = α z + (1 - α) relu(z): slopes kept
-    return Network.from_affines(affines, network.slopes) if changed else network
+    return Network.from_affines(affines) if changed else network
 
 
 __all__ = ["balanced"]
