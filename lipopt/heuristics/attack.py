@@ -96,16 +96,21 @@ def _flip_candidates(
 
     Returns ``(value, step, distance, current)`` with shapes (R, N), (R, N, d), (R, N), (R,),
     N the number of hidden neurons (all layers concatenated).
+
+    On a point's pattern ``h = D z`` with ``D = α + (1 - α) σ``; flipping neuron ``i`` moves its
+    ``D_i`` by ``±(1 - α_i)``, which moves the gradient by exactly ``±(1 - α_i) y_i ∇z_i``. An
+    identity neuron (``α = 1``) has no kink to cross: never a candidate.
     """
-    affines = prob.network.affine_layers
+    network = prob.network
+    affines = network.affine_layers
     r, d = x.shape
     zs, jacs, masks = [], [], []
     h = x
     jac_h = np.broadcast_to(np.eye(d), (r, d, d))
-    for affine in affines[:-1]:
+    for k, affine in enumerate(affines[:-1]):
         z = h @ affine.weight.T + affine.bias
         jac_z = np.einsum("ij,rjd->rid", affine.weight, jac_h)
-        mask = (z > 0).astype(np.float64)
+        mask = network.derivatives(k, z > 0)  # D = α + (1 - α) σ (σ itself for a ReLU)
         zs.append(z)
         jacs.append(jac_z)
         masks.append(mask)
@@ -122,8 +127,9 @@ def _flip_candidates(
     z_all = np.concatenate(zs, axis=1)
     a_all = np.concatenate(jacs, axis=1)  # (R, N, d)
     y_all = np.concatenate(ys, axis=1)  # (R, N)
-    on = np.concatenate(masks, axis=1) > 0
-    sign = np.where(on, -1.0, 1.0)  # switching off removes the term, switching on adds it
+    on = np.concatenate(zs, axis=1) > 0
+    jump = 1.0 - np.concatenate(network.slopes)  # D's step across the kink
+    sign = np.where(on, -jump, jump)  # switching off removes (1 - α) y ∇z, switching on adds it
     predicted = grad[:, None, :] + (sign * y_all)[:, :, None] * a_all
     value = np.linalg.norm(predicted, ord=prob.norm.dual_order, axis=-1)
     sq = np.einsum("rnd,rnd->rn", a_all, a_all)
@@ -132,7 +138,7 @@ def _flip_candidates(
     target = np.where(on, -margin, margin)  # just across the hyperplane
     step = ((target - z_all) / safe)[:, :, None] * a_all
     distance = np.abs(z_all) / np.sqrt(safe)
-    value = np.where(sq > 0, value, -np.inf)
+    value = np.where((sq > 0) & (jump != 0.0), value, -np.inf)
     return value, step, distance, current
 
 
