@@ -15,7 +15,7 @@ import importlib
 import numpy as np
 import pytest
 
-from lipopt import Affine, Box, L1Ball, L2Ball, LinfBall, Network, lipschitz
+from lipopt import Affine, Box, L1Ball, L2Ball, LinfBall, Network, Polytope, lipschitz
 from lipopt.activation import Activation
 from lipopt.bounds.interval import interval_bounds
 from lipopt.kinks import is_differentiable_at, is_inside_a_region
@@ -89,6 +89,8 @@ def _grid(domain, d: int) -> np.ndarray:
         order = 1 if isinstance(domain, L1Ball) else 2
         distance = np.linalg.norm(points - domain.center, ord=order, axis=1)
         points = points[distance <= domain.radius]
+    if isinstance(domain, Polytope):
+        points = points[np.all(points @ domain.A.T <= domain.b, axis=1)]
     return points
 
 
@@ -104,6 +106,7 @@ def _case(seed: int, domain_kind: str):
         "linf": LinfBall(center, 0.8),
         "l1": L1Ball(center, 1.0),
         "l2": L2Ball(center, 0.9),
+        "polytope": Polytope(np.ones((1, d)), [0.3 + center.sum()], center - 1.0, center + 1.0),
     }[domain_kind]
     return layers, slopes, domain, np.ones(1)
 
@@ -127,7 +130,7 @@ def _check_answer(result, layers, slopes, domain, c, norm: str, exact: bool) -> 
 
 # ------------------------------------------------------------------ the searches end to end
 @pytest.mark.parametrize("norm", ["linf", "l1"])
-@pytest.mark.parametrize("domain_kind", ["box", "linf"])
+@pytest.mark.parametrize("domain_kind", ["box", "linf", "polytope"])
 @pytest.mark.parametrize("seed", range(10))
 def test_region_search_on_slopes_equals_grid(seed, domain_kind, norm):
     layers, slopes, domain, c = _case(seed, domain_kind)
