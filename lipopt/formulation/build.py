@@ -23,7 +23,7 @@ from lipopt.formulation.l2 import (
     set_squared_objective,
 )
 from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
-from lipopt.formulation.tangent import add_tangent, sloped_tangent_bounds
+from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
@@ -135,8 +135,7 @@ def build(
     ``w`` ranges over jointly with x (paper appendix E.1). ``decompose`` (exact ℓ1 input norm,
     backward formulation only): no selection binaries; ``model.objective`` is the first of
     ``candidates``. ``formulation``: see :class:`Formulation`; forward needs a fixed ``c``, and
-    takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`; a network
-    with slopes ``α`` always :func:`~lipopt.formulation.tangent.sloped_tangent_bounds`). For the
+    takes ``tangent`` bounds (default: :func:`~lipopt.bounds.tangent.tangent_bounds`). For the
     ℓ2 input norm (backward only) the objective is the first over-estimate of ``||g||_2^2``
     (:mod:`lipopt.formulation.l2`; :attr:`LipschitzModel.squared`).
     """
@@ -159,9 +158,7 @@ def build(
         add_ball_row(model, ball)
     activations = add_forward(model, network, bounds, x, relax)
     if form is Formulation.FORWARD:
-        if not network.is_relu:  # the CROWN tangent bounds read ReLU switches only
-            tangent = sloped_tangent_bounds(network, bounds.states, input_norm)
-        elif tangent is None:
+        if tangent is None:
             tangent = tangent_bounds(network, bounds.states, input_norm)
         c = [float(v) for v in np.asarray(seed, dtype=np.float64)]
         value = add_tangent(model, network, bounds.states, tangent, activations, input_norm, c)

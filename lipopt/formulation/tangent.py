@@ -14,7 +14,7 @@ only — no sign binaries for ``||∇||_1`` and no selection binaries for ``||�
 
 A network with slopes ``α`` (:mod:`lipopt.activation`) switches by ``D = α + (1 - α) a``:
 ``d_k = α t_k + (1 - α) a_k ⊙ t_k`` (:func:`~lipopt.formulation.backward.add_switched_layer`);
-the tangent bounds must then hold for that ``D``: :func:`sloped_tangent_bounds` gives them.
+the tangent bounds must then hold for that ``D`` (:func:`~lipopt.bounds.tangent.tangent_bounds`).
 
 ``V``: ℓ∞ input norm ``v ∈ [-1, 1]^d``; ℓ1 input norm ``v = v⁺ - v⁻``, ``Σ (v⁺ + v⁻) <= 1``.
 """
@@ -27,10 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lipopt.activation import switch_range
-from lipopt.affine import Affine
-from lipopt.bounds.interval import first_layer_bounds, widen
-from lipopt.bounds.tangent import TangentBounds, direction_ball
+from lipopt.bounds.tangent import TangentBounds
 from lipopt.formulation.backward import add_switched_layer
 from lipopt.formulation.objective import box_ball, l1_ball
 from lipopt.formulation.terms import Term, linear_map
@@ -77,26 +74,3 @@ def add_tangent(
         )
     weights = affines[-1].weight.T @ np.asarray(c, dtype=np.float64)
     return linear_map(weights[None, :], current, np.zeros(1))[0]
-
-
-def sloped_tangent_bounds(
-    network: Network, states: Sequence[np.ndarray], norm: InputNorm
-) -> TangentBounds:
-    """Interval bounds on every hidden layer's tangent ``t_k`` of a network with slopes ``α``:
-    ``t_1 = W_1 v`` exactly over the unit ball ``V``; then ``d_k = D_k t_k`` lies in
-    :func:`~lipopt.activation.switch_range` (``D = 1`` active, ``α`` inactive, ``{α, 1}``
-    unstable) and ``t_{k+1} = W_{k+1} d_k`` by centre and radius, rounded outward."""
-    affines = network.affine_layers
-    ball = direction_ball(norm, network.input_dim)
-    first = affines[0].matrix
-    lo, hi = first_layer_bounds(Affine(first, np.zeros(first.shape[0])), ball)
-    lowers, uppers = [lo], [hi]
-    for k in range(1, len(affines) - 1):
-        d_lo, d_hi = switch_range(network.slopes[k - 1], states[k - 1], lowers[-1], uppers[-1])
-        centre, radius = (d_hi + d_lo) / 2.0, (d_hi - d_lo) / 2.0
-        matrix = affines[k].matrix
-        mid, spread = matrix @ centre, abs(matrix) @ radius
-        lo, hi = widen(mid - spread, mid + spread)
-        lowers.append(lo)
-        uppers.append(hi)
-    return TangentBounds(tuple(lowers), tuple(uppers))

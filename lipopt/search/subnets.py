@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.activation import describe
 from lipopt.bounds.interval import NetworkBounds, NeuronState, bounds_from_pre_activations
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Box, Domain, LinfBall
@@ -211,11 +210,6 @@ def subnet_tangent_bounds(
     Stats: ``sub_mips``, ``searches`` (region searches tried), ``searched`` (of them finished,
     so no sub-MIP), ``tightened`` (neurons whose range shrank), ``seconds``."""
     input_norm = InputNorm.polyhedral(norm, "the forward formulation")
-    if not network.is_relu:  # the CROWN tangent bounds it tightens read ReLU switches only
-        raise ValueError(
-            "sub-network tangent bounds take ReLU networks only, not these activations: "
-            f"{'; '.join(describe(alpha) for alpha in network.slopes)}"
-        )
     start = time.perf_counter()
     refine = _Refiner(network, domain, bounds, input_norm, adapter, start + time_budget)
     tangent = tangent_bounds(network, bounds.states, input_norm, refine=refine)

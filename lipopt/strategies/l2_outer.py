@@ -37,7 +37,6 @@ from lipopt.strategies.refine import (
     ModelProblem,
     exclude_region,
     full_pattern,
-    margin_verdicts_cut,
     model_stats,
     raise_on_failure,
     solve_once,
@@ -192,9 +191,6 @@ def _cut(problem: ModelProblem, state: Outer, values: Any, check: RegionCheck | 
         return False
     if limit is not None and state.cuts >= limit:
         state.stopped = f"the limit of {limit} excluded pattern(s) was reached"
-        return False
-    if not margin_verdicts_cut(problem):
-        state.stopped = "the margin LP's verdict cuts no pattern of a network with other slopes"
         return False
     if not exclude_region(problem, values, check):
         state.stopped = "a lower-dimensional optimum had no binary to cut"

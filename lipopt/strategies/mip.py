@@ -84,7 +84,7 @@ def _built_and_solved(
     config, say = node.config, ctx.say
     limit, call_start = clock
     tangent = None
-    if node.subnets and query.network.is_relu:  # else build's interval tangent bounds (slopes)
+    if node.subnets:
         tangent, _ = subnet_tangent_bounds(
             query.network, query.domain, net_bounds, query.norm, adapter, budget_for(limit), say
         )

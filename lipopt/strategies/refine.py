@@ -145,7 +145,6 @@ def _refine(
                 and solved.refinements >= problem.max_refinements
             )
             or (remaining is not None and remaining <= 0)
-            or not margin_verdicts_cut(problem)
             or not exclude_region(problem, values, check)
         ):
             return
@@ -226,14 +225,6 @@ def full_pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> lis
                 mask[neuron] = 1.0 if values.get(h[neuron], 0.0) > 0.0 else 0.0
         pattern.append(mask)
     return pattern
-
-
-def margin_verdicts_cut(problem: ModelProblem) -> bool:
-    """Whether a lower-dimensional verdict of the margin LP may exclude a pattern: for a ReLU
-    network. The margin LP reads a pattern as ReLU gates (``D = σ``); on a network with other
-    slopes a wrong verdict would cut off a region that attains the constant, so none is cut
-    there and the model's bound stands (an ``upper_bound`` where its optimum is not attained)."""
-    return problem.net_bounds.slopes is None
 
 
 def exclude_pattern(
