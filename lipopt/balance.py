@@ -1,10 +1,12 @@
 """The same network with badly scaled neurons rescaled, so the solvers see no 1e6-wide ranges.
 
 ReLU is positively homogeneous: ``v · relu(w^T h + b) = (s v) · relu((w^T h + b) / s)`` for any
-``s > 0``. Dividing a hidden neuron's incoming row and bias by ``s`` and multiplying its
-outgoing column by ``s`` leaves ``f`` unchanged; with ``s`` a power of two it is unchanged to
-the last bit (a product by ``2^k`` is exact in floating point), and so are the activation
-patterns, the gradients and every value lipopt reports.
+``s > 0``, and so is every activation ``act(z) = α z + (1 - α) relu(z)`` (each neuron keeps its
+``α``; the sign of ``z``, so its pattern, is unchanged). Dividing a hidden neuron's incoming
+row and bias by ``s`` and multiplying its outgoing column by ``s`` leaves ``f`` unchanged;
+with ``s`` a power of two it is unchanged to the last bit (a product by ``2^k`` is exact in
+floating point), and so are the activation patterns, the gradients and every value lipopt
+reports.
 
 A neuron whose incoming weights are 1e6 and outgoing 1e-6 (issue 31) gives its big-M rows
 coefficients twelve orders of magnitude apart; HiGHS then returned a wrong "optimal" bound
@@ -59,7 +61,9 @@ def balanced(network: Network, ratio: float) -> Network:
         affines[k] = Affine(_rows_scaled(affines[k].matrix, 1.0 / scales), affines[k].bias / scales)
         columns = _rows_scaled(affines[k + 1].matrix.T, scales).T
         affines[k + 1] = Affine(columns, affines[k + 1].bias)
-    return Network.from_affines(affines) if changed else network
+    if not changed:
+        return network
+    return Network.from_affines(affines, None if network.is_relu else network.slopes)
 
 
 __all__ = ["balanced"]

@@ -280,6 +280,8 @@ def format_table(results: Sequence[Result]) -> str:
         err = relative_error(result.value, exact)
         if "domain" in result.detail:  # an upper bound taken over a superset of the domain
             notes.append(f"{result.name}: over {result.detail['domain']}")
+        if "lowered" in result.detail:  # a ReLU-only method on the network's ReLU lowering
+            notes.append(f"{result.name}: {result.detail['lowered']}")
         rows.append(
             (
                 result.name,
@@ -313,7 +315,8 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
     hr2, lipopt3/4) add ``proof_correction``, what the proof added to the solver's own value; a
     method that did not run has ``value``/``seconds`` None and a ``reason``; one stopped (or
     not started) by the time limit or an interruption adds ``status`` (``time_limit`` or
-    ``interrupted``) and has the ``seconds`` it ran (None if it did not start).
+    ``interrupted``) and has the ``seconds`` it ran (None if it did not start); a method run on
+    the network's ReLU lowering (non-ReLU activations) adds ``lowered``, the note saying so.
     """
     exact = exact_value(results)
     entries: list[dict[str, Any]] = []
@@ -344,5 +347,7 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
             entry["proof_correction"] = float(result.detail["correction"])
         if "domain" in result.detail:
             entry["domain"] = result.detail["domain"]
+        if "lowered" in result.detail:
+            entry["lowered"] = result.detail["lowered"]
         entries.append(entry)
     return {"methods": entries, "exact": exact}

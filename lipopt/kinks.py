@@ -1,5 +1,9 @@
-"""Whether a point sits clear of every ReLU kink: then an open set around it shares its
+"""Whether a point sits clear of every activation kink: then an open set around it shares its
 activation pattern, so the gradient there is a gradient of ``f`` on a full-dimensional region.
+
+Each hidden neuron ``h = α z + (1 - α) relu(z)`` has its kink at ``z = 0``, except an identity
+neuron (``α = 1``, ``h = z``), which has none: it never counts as one. On ``x``'s pattern the
+post-activation is ``h = D z`` with ``D = α + (1 - α) [z > 0]``.
 """
 
 from __future__ import annotations
@@ -51,15 +55,16 @@ def _clear_of_kinks(
     h = np.asarray(x, dtype=np.float64)
     size = np.abs(h)  # what h is computed from, without cancellation
     jacobian = np.eye(len(h))  # dh/dx on x's pattern
-    for affine in network.affine_layers[:-1]:
+    for k, affine in enumerate(network.affine_layers[:-1]):
         z = affine.matrix @ h + affine.bias
         rows = np.asarray(affine.matrix @ jacobian)
         magnitude = abs(affine.matrix) @ size + np.abs(affine.bias)
         constant = ~rows.any(axis=1)  # z does not move with x near it: either state is the same
-        if np.any(near(z, magnitude) & ~constant):
+        alpha = network.slopes[k]
+        if np.any(near(z, magnitude) & ~constant & (alpha != 1.0)):  # identity: no kink
             return False
-        on = z > 0.0
-        h = np.where(on, z, 0.0)
-        size = np.where(on, magnitude, 0.0)
-        jacobian = on[:, None] * rows
+        slope = network.derivatives(k, z > 0.0)  # D = α + (1 - α) σ
+        h = slope * z
+        size = np.abs(slope) * magnitude
+        jacobian = slope[:, None] * rows
     return True

@@ -1,15 +1,17 @@
 """Checks on a solver's answer, in numpy and scipy only.
 
-For a fixed activation pattern σ every pre-activation is affine in x: ``z_k(x) = A_k x + d_k``.
-The pattern's linear region meets the domain's interior in a full-dimensional set iff the
-*margin LP*
+For a fixed activation pattern σ every pre-activation is affine in x: ``z_k(x) = A_k x + d_k``
+(the post-activation is ``h_k = D_k z_k`` with ``D_k = α_k + (1 - α_k) σ_k``: ``σ z`` for a
+ReLU, ``α z`` on an inactive neuron of slope ``α``). The pattern's linear region meets the
+domain's interior in a full-dimensional set iff the *margin LP*
 
-    max t  s.t.  (2σ_i - 1)(A_i x + d_i) >= t ||A_i||_2  for every hidden neuron i,
+    max t  s.t.  (2σ_i - 1)(A_i x + d_i) >= t ||A_i||_2  for every hidden neuron i with a kink,
                  x at distance >= t from the domain's boundary,   t <= 1
 
 has ``t* > 0``; its optimal x is then a point deep inside the region, where f is
 differentiable and its gradient is the pattern's gradient. The LP is solved in the domain's
 unit frame (:func:`_unit_frame`), so ``t*`` and the verdicts are relative to the domain's size.
+An identity neuron (``α = 1``) has no kink: its gate changes nothing, so it gives no row.
 Over an ℓ2 ball the problem is conic (``||u||_2 + t <= 1``); a weak-duality certificate decides
 it lower-dimensional and a checked point full-dimensional (:func:`_ball_margin`).
 """
@@ -63,17 +65,23 @@ class RegionCheck:
 
 
 def _chain(
-    weights: list[FloatArray], biases: list[FloatArray], pattern: list[FloatArray]
+    weights: list[FloatArray], biases: list[FloatArray], slopes: list[FloatArray]
 ) -> list[tuple[FloatArray, FloatArray]]:
     """Per hidden layer k, ``(A_k, d_k)`` of ``A_1 = W_1, d_1 = b_1`` and
-    ``A_{k+1} = W_{k+1} D_k A_k, d_{k+1} = W_{k+1} D_k d_k + b_{k+1}`` (``D_k`` the pattern)."""
+    ``A_{k+1} = W_{k+1} D_k A_k, d_{k+1} = W_{k+1} D_k d_k + b_{k+1}`` (``slopes[k] = D_k``,
+    the pattern's derivatives)."""
     maps = []
     a_mat, d_vec = weights[0], biases[0]
-    for k, mask in enumerate(pattern):
+    for k, scale in enumerate(slopes):
         maps.append((a_mat, d_vec))
-        a_mat = weights[k + 1] @ (mask[:, None] * a_mat)
-        d_vec = weights[k + 1] @ (mask * d_vec) + biases[k + 1]
+        a_mat = weights[k + 1] @ (scale[:, None] * a_mat)
+        d_vec = weights[k + 1] @ (scale * d_vec) + biases[k + 1]
     return maps
+
+
+def _derivatives(network: Network, pattern: list[FloatArray]) -> list[FloatArray]:
+    """``D_k = α_k + (1 - α_k) σ_k`` per hidden layer (the pattern itself on a ReLU layer)."""
+    return [network.derivatives(k, mask) for k, mask in enumerate(pattern)]
 
 
 def pattern_affine_maps(
@@ -81,16 +89,24 @@ def pattern_affine_maps(
 ) -> list[tuple[FloatArray, FloatArray]]:
     """``(A_k, d_k)`` with ``z_k = A_k x + d_k`` on the pattern's region, per hidden layer."""
     affines = network.affine_layers
-    return _chain([a.weight for a in affines], [a.bias for a in affines], pattern)
+    slopes = _derivatives(network, pattern)
+    return _chain([a.weight for a in affines], [a.bias for a in affines], slopes)
 
 
 def _magnitudes(network: Network, pattern: list[FloatArray]) -> list[tuple[FloatArray, FloatArray]]:
     """Per hidden layer, what each ``A_i`` and ``d_i`` of :func:`pattern_affine_maps` is
-    computed from, without cancellation: the same chain with ``|W|`` for ``W`` and ``|b|`` for
-    ``b``. Rounding is relative to these, so a row is zero, or a constant has a sign, only
-    relative to them, whatever the neuron's scale."""
+    computed from, without cancellation: the same chain with ``|W|``, ``|b|`` and ``|D|`` for
+    ``W``, ``b`` and ``D``. Rounding is relative to these, so a row is zero, or a constant has a
+    sign, only relative to them, whatever the neuron's scale."""
     affines = network.affine_layers
-    return _chain([np.abs(a.weight) for a in affines], [np.abs(a.bias) for a in affines], pattern)
+    slopes = [np.abs(scale) for scale in _derivatives(network, pattern)]
+    return _chain([np.abs(a.weight) for a in affines], [np.abs(a.bias) for a in affines], slopes)
+
+
+def kinked(network: Network) -> list[NDArray[np.bool_]]:
+    """Per hidden layer, the neurons with a kink: every one but the identity neurons
+    (``α = 1``), whose gate changes nothing."""
+    return [alpha != 1.0 for alpha in network.slopes]
 
 
 def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
@@ -125,22 +141,22 @@ def _pattern_rows(
 ) -> _PatternRows:
     """The margin LP's rows ``-σ_i A_i u / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
     over ``(u, t, ...)``, with ``z_i = A_i u + d_i`` in the unit frame ``x = c + s ∘ u``
-    (``frame = (c, s)``), one per hidden neuron whose ``A_i`` is not zero. A constant
-    pre-activation (``A_i = 0``) of the wrong sign empties the region (``empty_at``)."""
+    (``frame = (c, s)``), one per hidden neuron with a kink whose ``A_i`` is not zero. A
+    constant pre-activation (``A_i = 0``) of the wrong sign empties the region (``empty_at``)."""
     d = network.input_dim
     shift, scale = frame
     found = _PatternRows([], [], [])
     maps = zip(pattern_affine_maps(network, pattern), _magnitudes(network, pattern), pattern)
-    for k, ((a_x, d_x), (a_abs, d_abs), mask) in enumerate(maps):
+    for k, (((a_x, d_x), (a_abs, d_abs), mask), kinks) in enumerate(zip(maps, kinked(network))):
         a_mat, d_vec = a_x * scale, d_x + a_x @ shift
         a_size = np.linalg.norm(a_abs * scale, axis=1)
         d_size = d_abs + a_abs @ np.abs(shift)
         sign = 2.0 * mask - 1.0
         norms = np.linalg.norm(a_mat, axis=1)
-        for i in range(a_mat.shape[0]):
+        for i in np.flatnonzero(kinks):
             if norms[i] <= 1e-12 * a_size[i]:  # A_i = 0 up to rounding (0 when nothing cancels)
                 if sign[i] * d_vec[i] < -1e-12 * max(d_size[i], 1e-300):  # of the wrong sign
-                    found.empty_at = (k, i)
+                    found.empty_at = (k, int(i))
                     return found
                 continue
             row = np.zeros(n_vars)
@@ -148,7 +164,7 @@ def _pattern_rows(
             row[d] = 1.0
             found.rows.append(row)
             found.rhs.append(sign[i] * d_vec[i] / norms[i])
-            found.neurons.append((k, i))
+            found.neurons.append((k, int(i)))
     return found
 
 

@@ -1,11 +1,12 @@
-"""Independent ground truth for local Lipschitz constants of small ReLU networks.
+"""Independent ground truth for local Lipschitz constants of small ReLU networks, and of networks
+whose hidden neurons are two-piece linear, ``h = alpha z + (1 - alpha) relu(z)`` (issue 46).
 
 This module is the yardstick the MIP is tested against, so it deliberately shares no code with
 ``lipopt``: it takes plain numpy weights and a plain domain description, and has its own forward
 pass, Jacobians, dual norms and LPs (HiGHS, through ``highspy`` or ``scipy.optimize.linprog``;
 for the l2 ball, small conic programs through ``cvxpy`` and Clarabel, imported only there).
-Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases and
-domain parameters (duck-typed; nothing from lipopt is imported).
+Only :func:`from_lipopt` touches lipopt objects, and it only *reads* their weights, biases, slopes
+and domain parameters (duck-typed; nothing from lipopt is imported).
 
 Entry points: :func:`brute_force_lipschitz` (the exact constant; ``constraints=(A, b)`` cuts
 the domain by ``A x <= b``), :func:`from_lipopt` (a :class:`LipoptArgs`),
@@ -16,10 +17,21 @@ The math (Jordan & Dimakis 2020, Thm. 1/2 and App. E). The network is
 
     z_1 = W_1 x + b_1,  h_i = relu(z_i),  z_{i+1} = W_{i+1} h_i + b_{i+1},  f(x) = z_L.
 
-On every *activation pattern region* (fixed sign of every hidden pre-activation) ``f`` is affine
-with Jacobian ``J = W_L D_{L-1} W_{L-1} ... D_1 W_1``. The local (alpha, beta)-Lipschitz constant
-over the open domain ``X`` (the interior of the box / l1 ball / l2 ball given here, cut by the
-linear constraints if any: see below) is
+Slopes (issue 46). Every function taking weights also takes ``slopes``: per hidden layer, one
+real ``alpha`` per neuron, and then ``h_i = alpha z_i + (1 - alpha) relu(z_i)`` (``alpha = 0``
+ReLU, ``1`` identity, ``0 < alpha < 1`` leaky, ``-1`` ``|z|``); ``None`` means ReLU everywhere,
+or the slopes a :class:`SlopedWeights` carries (as :func:`from_lipopt` returns for a network with
+non-ReLU slopes, so they cannot be dropped on the way). Each neuron keeps one kink, at ``z = 0``;
+with the pattern ``sigma = [z > 0]`` its slope is ``D = alpha + (1 - alpha) sigma``, so an
+inactive neuron passes ``alpha z`` on, not 0. An identity neuron (``alpha = 1``) has no kink: the
+search never branches on it and its hyperplane bounds no region (its ``z`` takes either sign in
+one region; patterns report it as 1). Everything below holds with these ``D``: the function is
+still continuous and affine on each region.
+
+On every *activation pattern region* (fixed sign of every hidden pre-activation with a kink)
+``f`` is affine with Jacobian ``J = W_L D_{L-1} W_{L-1} ... D_1 W_1``. The local
+(alpha, beta)-Lipschitz constant over the open domain ``X`` (the interior of the box / l1 ball /
+l2 ball given here, cut by the linear constraints if any: see below) is
 
     L = max over regions R with R ∩ X full-dimensional of  max_{w in B*_beta} ||J_R^T w||_{alpha*},
 
@@ -47,8 +59,8 @@ Output norms and the vertices of their dual balls (one of each ± pair):
 
 Region enumeration is a depth-first search over the hidden neurons, layer by layer. Once all signs
 of layers ``< k`` are fixed, every pre-activation of layer ``k`` is affine in ``x``, ``a^T x + b``
-(rows normalised to ``||a||_2 = 1`` so margins are Euclidean distances). A sign ``s`` of the next
-neuron is kept iff
+(``h = D z`` on the region; rows normalised to ``||a||_2 = 1`` so margins are Euclidean
+distances). A sign ``s`` of the next neuron is kept iff
 
     max t  s.t.  s_i (a_i^T x + b_i) >= t  (all fixed, non-stable neurons),  x in X shrunk by t
 
@@ -106,12 +118,13 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 from scipy.optimize import linprog
 
 Weights = list[tuple[np.ndarray, np.ndarray]]
+Slopes = list[np.ndarray]  # alpha per hidden layer, one per neuron
 DomainSpec = tuple  # ("box", lo, hi) | ("l1" | "l2" | "linf", center, radius)
 Constraints = tuple  # (A, b): the rows A x <= b, A of shape (k, d)
 
@@ -174,13 +187,14 @@ class OracleResult:
 
 class _LayerForms(NamedTuple):
     """Pre-activations of one hidden layer on the current region: ``z_a x + z_b``, the same rows
-    normalised (``a_n x + b_n``, ``||a_n||_2 = 1``) and which rows are constant (``a == 0``)."""
+    normalised (``a_n x + b_n``, ``||a_n||_2 = 1``) and which rows branch on nothing (``fixed``:
+    constant on the region, ``a == 0``, or an identity neuron, ``alpha = 1``, with no kink)."""
 
     z_a: np.ndarray
     z_b: np.ndarray
     a_n: np.ndarray
     b_n: np.ndarray
-    const: np.ndarray
+    fixed: np.ndarray
 
 
 class ConstrainedDomain(tuple):
@@ -197,8 +211,24 @@ class ConstrainedDomain(tuple):
         return obj
 
 
+class SlopedWeights(list):
+    """Plain weights ``[(W, b), ...]`` that also carry the per-neuron slopes ``alpha`` of the
+    hidden layers (``h = alpha z + (1 - alpha) relu(z)``), as :func:`from_lipopt` returns for a
+    network with non-ReLU activations and :func:`random_network_weights` when it draws slopes.
+    The oracle's functions use them when called without ``slopes=``, so
+    ``brute_force_lipschitz(*from_lipopt(net, dom), c, norm)`` cannot drop them."""
+
+    slopes: Slopes
+
+    def __init__(self, weights: Sequence[tuple[Any, Any]], slopes: Sequence[Any]) -> None:
+        super().__init__(weights)
+        self.slopes = [np.array(a, dtype=np.float64).reshape(-1) for a in slopes]
+
+
 class LipoptArgs(NamedTuple):
-    """``(weights, domain)``; ``constraints`` is ``(A, b)`` for a Polytope or Intersection domain
+    """``(weights, domain)``; ``weights`` is a :class:`SlopedWeights` for a network with
+    non-ReLU activations (``slopes`` reads them back, ``None`` for a ReLU network);
+    ``constraints`` is ``(A, b)`` for a Polytope or Intersection domain
     (also carried by ``domain``, a :class:`ConstrainedDomain`), else ``None``."""
 
     weights: Weights
@@ -207,6 +237,10 @@ class LipoptArgs(NamedTuple):
     @property
     def constraints(self) -> Constraints | None:
         return getattr(self.domain, "constraints", None)
+
+    @property
+    def slopes(self) -> Slopes | None:
+        return getattr(self.weights, "slopes", None)
 
 
 # --------------------------------------------------------------------------- plain helpers
@@ -224,6 +258,41 @@ def _as_weights(weights: Sequence[tuple[Any, Any]]) -> Weights:
         if w1.shape[0] != w2.shape[1]:
             raise ValueError(f"shapes do not chain: {w1.shape} then {w2.shape}")
     return out
+
+
+def _network(
+    weights: Sequence[tuple[Any, Any]], slopes: Sequence[Any] | None = None
+) -> tuple[Weights, Slopes]:
+    """Plain weights and the slopes ``alpha`` of every hidden layer: ``slopes`` or, when that is
+    ``None``, those a :class:`SlopedWeights` carries, or zeros (ReLU) when neither has any."""
+    carried = getattr(weights, "slopes", None)
+    plain = _as_weights(weights)
+    widths = [w.shape[0] for w, _ in plain[:-1]]
+    if slopes is None:
+        slopes = carried
+    elif carried is not None and not all(
+        np.array_equal(np.asarray(u, dtype=np.float64).reshape(-1), v)
+        for u, v in zip(slopes, carried, strict=True)
+    ):
+        raise ValueError("slopes= differs from the slopes the weights carry")
+    if slopes is None:
+        return plain, [np.zeros(n) for n in widths]
+    alphas = [np.array(a, dtype=np.float64).reshape(-1) for a in slopes]
+    if [a.size for a in alphas] != widths:
+        raise ValueError(f"slopes of sizes {[a.size for a in alphas]} for hidden widths {widths}")
+    if not all(np.all(np.isfinite(a)) for a in alphas):
+        raise ValueError("slopes must be finite")
+    return plain, alphas
+
+
+def activate(alpha: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``h = alpha z + (1 - alpha) relu(z)`` elementwise (``alpha`` along the last axis)."""
+    return alpha * z + (1.0 - alpha) * np.maximum(z, 0.0)
+
+
+def gain(alpha: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``D = alpha + (1 - alpha) sigma``: the slope of each neuron on the side ``sigma`` (0/1)."""
+    return alpha + (1.0 - alpha) * np.asarray(mask, dtype=np.float64)
 
 
 def _canonical_domain(domain: DomainSpec, d: int) -> tuple[str, np.ndarray, Any]:
@@ -347,42 +416,51 @@ def _dual_rows(c: Any, output_norm: str, m: int) -> np.ndarray:
     return output_dual_vertices(output_norm, m)
 
 
-def forward(weights: Weights, x: np.ndarray) -> np.ndarray:
+def forward(weights: Weights, x: np.ndarray, slopes: Sequence[Any] | None = None) -> np.ndarray:
     """f at a batch (n, d) -> (n, m) (or one point (d,) -> (m,))."""
+    weights, alphas = _network(weights, slopes)
     h = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    for w, b in weights[:-1]:
-        h = np.maximum(h @ w.T + b, 0.0)
+    for alpha, (w, b) in zip(alphas, weights[:-1], strict=True):
+        h = activate(alpha, h @ w.T + b)
     w, b = weights[-1]
     y = h @ w.T + b
     return y[0] if np.ndim(x) == 1 else y
 
 
-def activation_patterns(weights: Weights, x: np.ndarray) -> list[np.ndarray]:
+def activation_patterns(
+    weights: Weights, x: np.ndarray, slopes: Sequence[Any] | None = None
+) -> list[np.ndarray]:
     """Per hidden layer, the (n, width) boolean pattern ``z > 0`` at a batch of inputs."""
+    weights, alphas = _network(weights, slopes)
     h = np.atleast_2d(np.asarray(x, dtype=np.float64))
     out = []
-    for w, b in weights[:-1]:
+    for alpha, (w, b) in zip(alphas, weights[:-1], strict=True):
         z = h @ w.T + b
         out.append(z > 0)
-        h = np.maximum(z, 0.0)
+        h = activate(alpha, z)
     return out
 
 
-def jacobians(weights: Weights, x: np.ndarray) -> np.ndarray:
-    """Jacobians (n, m, d) at a batch of inputs, relu'(0) = 0."""
+def jacobians(weights: Weights, x: np.ndarray, slopes: Sequence[Any] | None = None) -> np.ndarray:
+    """Jacobians (n, m, d) at a batch of inputs, the slope right of each kink taken at it
+    (``D = alpha`` at ``z = 0``: relu'(0) = 0)."""
+    weights, alphas = _network(weights, slopes)
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    masks = activation_patterns(weights, x)
+    masks = activation_patterns(weights, x, alphas)
     jac = np.broadcast_to(weights[0][0], (x.shape[0], *weights[0][0].shape))
-    for mask, (w, _) in zip(masks, weights[1:], strict=True):
-        jac = np.einsum("ij,njk->nik", w, mask[:, :, None] * jac)
+    for alpha, mask, (w, _) in zip(alphas, masks, weights[1:], strict=True):
+        jac = np.einsum("ij,njk->nik", w, gain(alpha, mask)[:, :, None] * jac)
     return np.array(jac)
 
 
-def jacobian_of_pattern(weights: Weights, pattern: Sequence[np.ndarray]) -> np.ndarray:
-    """``W_L D_{L-1} ... D_1 W_1`` for a 0/1 pattern."""
+def jacobian_of_pattern(
+    weights: Weights, pattern: Sequence[np.ndarray], slopes: Sequence[Any] | None = None
+) -> np.ndarray:
+    """``W_L D_{L-1} ... D_1 W_1`` for a 0/1 pattern, ``D = diag(alpha + (1 - alpha) sigma)``."""
+    weights, alphas = _network(weights, slopes)
     jac = weights[0][0]
-    for mask, (w, _) in zip(pattern, weights[1:], strict=True):
-        jac = w @ (np.asarray(mask, dtype=np.float64)[:, None] * jac)
+    for alpha, mask, (w, _) in zip(alphas, pattern, weights[1:], strict=True):
+        jac = w @ (gain(alpha, mask)[:, None] * jac)
     return np.array(jac)
 
 
@@ -392,24 +470,31 @@ def gradient_norms(
     c: Any,
     input_norm: str,
     output_norm: str = "abs",
+    *,
+    slopes: Sequence[Any] | None = None,
 ) -> np.ndarray:
-    """``max_w ||J(x)^T w||_{alpha*}`` at each point of a batch (relu'(0) = 0)."""
-    weights = _as_weights(weights)
+    """``max_w ||J(x)^T w||_{alpha*}`` at each point of a batch (``D = alpha`` at a kink)."""
+    weights, alphas = _network(weights, slopes)
     if c is None and output_norm == "l2":
-        return np.array([l2_output_norm(j, input_norm) for j in jacobians(weights, x)])
+        return np.array([l2_output_norm(j, input_norm) for j in jacobians(weights, x, alphas)])
     rows = _dual_rows(c, output_norm, weights[-1][0].shape[0])
-    return dual_norm(row_gradients(weights, x, rows), input_norm).max(axis=1)
+    return dual_norm(row_gradients(weights, x, rows, alphas), input_norm).max(axis=1)
 
 
-def row_gradients(weights: Weights, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def row_gradients(
+    weights: Weights, x: np.ndarray, rows: np.ndarray, slopes: Sequence[Any] | None = None
+) -> np.ndarray:
     """``w^T J(x)`` for each row ``w`` of ``rows`` (k, m) at a batch: (n, k, d), by the backward
-    pass ``w^T W_L D_{L-1} ... D_1 W_1`` (relu'(0) = 0); cheaper than :func:`jacobians` when
-    k is small and the layers are wide."""
-    masks = activation_patterns(weights, np.atleast_2d(np.asarray(x, dtype=np.float64)))
+    pass ``w^T W_L D_{L-1} ... D_1 W_1`` (``D = alpha`` at a kink); cheaper than
+    :func:`jacobians` when k is small and the layers are wide."""
+    weights, alphas = _network(weights, slopes)
+    masks = activation_patterns(weights, np.atleast_2d(np.asarray(x, dtype=np.float64)), alphas)
     grads = np.broadcast_to(rows @ weights[-1][0], (masks[0].shape[0] if masks else 1,
                             rows.shape[0], weights[-1][0].shape[1]))  # fmt: skip
-    for mask, (w, _) in zip(reversed(masks), reversed(weights[:-1]), strict=True):
-        grads = (grads * mask[:, None, :]) @ w
+    for alpha, mask, (w, _) in zip(
+        reversed(alphas), reversed(masks), reversed(weights[:-1]), strict=True
+    ):
+        grads = (grads * gain(alpha, mask)[:, None, :]) @ w
     if not masks:
         grads = np.broadcast_to(grads, (np.atleast_2d(x).shape[0], *grads.shape[1:]))
     return np.array(grads)
@@ -670,6 +755,7 @@ def brute_force_lipschitz(
     lp_backend: str = "highspy",
     bbox_filter: str = "auto",
     constraints: Constraints | None = None,
+    slopes: Sequence[Any] | None = None,
 ) -> OracleResult:
     """Exact local Lipschitz constant by enumerating the full-dimensional activation regions.
 
@@ -697,12 +783,16 @@ def brute_force_lipschitz(
         constraints: ``(A, b)``: the domain becomes ``{x in domain : A x <= b}`` (any domain
             kind); ``None`` uses those a :class:`ConstrainedDomain` carries, if any. Raises
             ``ValueError`` if the set has no interior (no Euclidean ball of radius ``> tol``).
+        slopes: per hidden layer, the slope ``alpha`` of each neuron
+            (``h = alpha z + (1 - alpha) relu(z)``); ``None`` uses those a
+            :class:`SlopedWeights` carries, or ReLU everywhere. Identity neurons (``alpha = 1``)
+            have no kink: never branched on, no row, reported as 1 in the patterns.
 
     Returns:
         OracleResult(value, argmax_point, n_regions, ...).
     """
     start = time.perf_counter()
-    weights = _as_weights(weights)
+    weights, alphas = _network(weights, slopes)
     d = weights[0][0].shape[1]
     m = weights[-1][0].shape[0]
     dual_rows = None if c is None and output_norm == "l2" else _dual_rows(c, output_norm, m)
@@ -724,17 +814,25 @@ def brute_force_lipschitz(
             lp_backend=lp_backend,
             bbox_filter=bbox_filter,
             constraints=cons,
+            slopes=alphas,
         )
         return _l2_ball_result(
-            weights, (dom, cons), box_result, (dual_rows, input_norm), tol, collect_regions, start
+            (weights, alphas),
+            (dom, cons),
+            box_result,
+            (dual_rows, input_norm),
+            tol,
+            collect_regions,
+            start,
         )
     lp = _MarginLP(dom, d, lp_backend, cons)
     hidden = weights[:-1]
     masks = [np.zeros(w.shape[0]) for w, _ in hidden]
     scales = [
-        np.array([_row_scale(weights, k, j) for j in range(w.shape[0])])
+        np.array([_row_scale(weights, alphas, k, j) for j in range(w.shape[0])])
         for k, (w, _) in enumerate(hidden)
     ]
+    identity = [alpha == 1.0 for alpha in alphas]
     best: dict[str, Any] = {"value": -np.inf}
     regions: list[Region] = []
     n_regions = 0
@@ -744,7 +842,7 @@ def brute_force_lipschitz(
         n_regions += 1
         value, dual = _region_value(weights[-1][0] @ h_a, dual_rows, input_norm)
         pattern = tuple(mk.copy() for mk in masks)
-        _verify_leaf(weights, pattern, point)
+        _verify_leaf(weights, alphas, pattern, point)
         if collect_regions:
             regions.append(Region(pattern, point.copy(), margin, value))
         if value > best["value"]:
@@ -773,16 +871,18 @@ def brute_force_lipschitz(
         norms = np.linalg.norm(z_a, axis=1)
         const = norms <= 1e-12 * np.maximum(1.0, scales[layer])  # constant on the region
         masks[layer][const] = (z_b[const] > 0).astype(np.float64)
+        masks[layer][identity[layer]] = 1.0
+        fixed = const | identity[layer]
         norms[const] = 1.0
         if layer > 0 and bbox_filter in ("lp", "auto"):
             exact = bbox_filter == "lp"
             if not exact:  # "auto": the exact box only when it may save more LPs than its 2d
                 lower, upper = lp.intervals(z_a / norms[:, None], z_b / norms, box)
-                exact = np.count_nonzero((lower < 0) & (upper > 0) & ~const) > 2 * d
+                exact = np.count_nonzero((lower < 0) & (upper > 0) & ~fixed) > 2 * d
             if exact:
                 lo, hi = lp.bounding_box()
                 box = (np.maximum(box[0], lo), np.minimum(box[1], hi))
-        forms = _LayerForms(z_a, z_b, z_a / norms[:, None], z_b / norms, const)
+        forms = _LayerForms(z_a, z_b, z_a / norms[:, None], z_b / norms, fixed)
         walk(layer, 0, forms, point, margin, box)
 
     def walk(
@@ -795,11 +895,11 @@ def brute_force_lipschitz(
     ) -> None:
         """Fix neurons ``unit..`` of hidden ``layer``; ``point`` certifies the current region
         with Euclidean ``margin``; ``box`` contains it."""
-        z_a, z_b, a_n, b_n, const = forms
+        z_a, z_b, a_n, b_n, fixed = forms
         lower, upper = lp.intervals(a_n, b_n, box)
         mask = masks[layer]
         for j in range(unit, len(b_n)):
-            if const[j]:
+            if fixed[j]:
                 continue
             if lower[j] >= 0 or upper[j] <= 0:  # cannot cut the region: no branch, no row
                 mask[j] = 1.0 if lower[j] >= 0 else 0.0
@@ -817,7 +917,8 @@ def brute_force_lipschitz(
                     walk(layer, j + 1, forms, child_point, child_margin, child_box)
                 lp.pop()
             return
-        enter(layer + 1, mask[:, None] * z_a, mask * z_b, point, margin, box)
+        slope = gain(alphas[layer], mask)  # h = D z on the region: alpha z where inactive
+        enter(layer + 1, slope[:, None] * z_a, slope * z_b, point, margin, box)
 
     root_margin, root_point = lp.solve()
     if root_margin <= tol:  # a valid domain is full-dimensional; with constraints it may not be
@@ -827,12 +928,12 @@ def brute_force_lipschitz(
         raise RuntimeError("no full-dimensional region found")
     # recentre the reported point: Chebyshev centre of the whole argmax region ∩ domain
     centre_lp = _MarginLP(dom, d, lp_backend, cons)
-    for row, rhs in zip(*_pattern_constraints(weights, best["pattern"]), strict=True):
+    for row, rhs in zip(*_pattern_constraints(weights, best["pattern"], alphas), strict=True):
         centre_lp.push(row, float(rhs))
     centre_margin, centre = centre_lp.solve()
     if centre_margin > best["margin"]:
         best.update(point=centre, margin=centre_margin)
-    _verify_leaf(weights, best["pattern"], best["point"])
+    _verify_leaf(weights, alphas, best["pattern"], best["point"])
     return OracleResult(
         value=float(best["value"]),
         argmax_point=best["point"],
@@ -885,7 +986,7 @@ def _l2_chebyshev(
 
 
 def _l2_ball_result(
-    weights: Weights,
+    network: tuple[Weights, Slopes],
     domain: tuple[tuple[str, np.ndarray, Any], tuple[np.ndarray, np.ndarray]],
     box_result: OracleResult,
     norms: tuple[np.ndarray | None, str],
@@ -896,22 +997,24 @@ def _l2_ball_result(
     """Keep the regions of (the ball's bounding box ∩ constraints) (``box_result``) that meet
     (the l2 ball ∩ constraints) full-dimensionally, by :func:`_l2_chebyshev`, and take the
     largest value among them. ``domain`` is ``(the canonical ball, the canonical constraints)``,
-    ``norms`` is ``(dual_rows, input_norm)`` as in :func:`_region_value`."""
+    ``norms`` is ``(dual_rows, input_norm)`` as in :func:`_region_value`, ``network`` is
+    ``(weights, slopes)``."""
+    weights, alphas = network
     (_, center, radius), (cons_a, cons_b) = domain
     dual_rows, input_norm = norms
     kept: list[Region] = []
     best: tuple[float, Region, np.ndarray | None] | None = None
     for region in box_result.regions or []:
-        rows, rhs = _pattern_constraints(weights, region.pattern)
+        rows, rhs = _pattern_constraints(weights, region.pattern, alphas)
         rows, rhs = np.vstack([rows, -cons_a]), np.concatenate([rhs, cons_b])  # b - a x >= t
         t_opt, margin, point = _l2_chebyshev(rows, rhs, center, radius)
         if margin <= tol:
             if t_opt > tol + _CONIC_SLACK:
                 raise RuntimeError(f"conic optimum t={t_opt} not confirmed (margin {margin})")
             continue
-        _verify_leaf(weights, region.pattern, point)
+        _verify_leaf(weights, alphas, region.pattern, point)
         value, dual = _region_value(
-            jacobian_of_pattern(weights, region.pattern), dual_rows, input_norm
+            jacobian_of_pattern(weights, region.pattern, alphas), dual_rows, input_norm
         )
         kept.append(Region(region.pattern, point, margin, value))
         if best is None or value > best[0]:
@@ -932,49 +1035,95 @@ def _l2_ball_result(
     )
 
 
-def _row_scale(weights: Weights, layer: int, unit: int) -> float:
-    """``||a||`` without cancellation, ``|| |W_k[unit]| |W_{k-1}| ... |W_1| ||``: a neuron whose
-    gradient is below 1e-12 of this is treated as constant on the region."""
+def _row_scale(weights: Weights, alphas: Slopes, layer: int, unit: int) -> float:
+    """``||a||`` without cancellation, ``|| |W_k[unit]| G_{k-1} |W_{k-1}| ... G_1 |W_1| ||`` with
+    ``G = diag(max(1, |alpha|))`` (the largest ``|D|``): a neuron whose gradient is below 1e-12
+    of this is treated as constant on the region."""
     v = np.abs(weights[layer][0][unit])
-    for w, _ in reversed(weights[:layer]):
-        v = v @ np.abs(w)
+    for alpha, (w, _) in zip(reversed(alphas[:layer]), reversed(weights[:layer]), strict=True):
+        v = (v * np.maximum(1.0, np.abs(alpha))) @ np.abs(w)
     return float(np.linalg.norm(v))
 
 
 def _pattern_constraints(
-    weights: Weights, pattern: Sequence[np.ndarray]
+    weights: Weights, pattern: Sequence[np.ndarray], alphas: Slopes | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Signed, normalised half-spaces ``rows x + rhs >= 0`` of every non-constant neuron."""
+    """Signed, normalised half-spaces ``rows x + rhs >= 0`` of every non-constant neuron with a
+    kink (identity neurons, ``alpha = 1``, give none; ``alphas=None``: ReLU)."""
+    weights, alphas = _network(weights, alphas)
     d = weights[0][0].shape[1]
     h_a, h_b = np.eye(d), np.zeros(d)
     rows, rhs = [], []
-    for k, (mask, (w, b)) in enumerate(zip(pattern, weights[:-1], strict=True)):
+    for k, (alpha, mask, (w, b)) in enumerate(zip(alphas, pattern, weights[:-1], strict=True)):
         z_a, z_b = w @ h_a, w @ h_b + b
         for unit in range(w.shape[0]):
+            if alpha[unit] == 1.0:
+                continue
             norm = float(np.linalg.norm(z_a[unit]))
-            if norm > 1e-12 * max(1.0, _row_scale(weights, k, unit)):
+            if norm > 1e-12 * max(1.0, _row_scale(weights, alphas, k, unit)):
                 sign = 1.0 if mask[unit] > 0 else -1.0
                 rows.append(sign * z_a[unit] / norm)
                 rhs.append(sign * z_b[unit] / norm)
-        h_a, h_b = mask[:, None] * z_a, mask * z_b
+        slope = gain(alpha, mask)
+        h_a, h_b = slope[:, None] * z_a, slope * z_b
     if not rows:
         return np.zeros((0, d)), np.zeros(0)
     return np.array(rows), np.array(rhs)
 
 
-def _verify_leaf(weights: Weights, pattern: Sequence[np.ndarray], point: np.ndarray) -> None:
-    """The certificate point must show the pattern in an independent forward pass."""
+def _verify_leaf(
+    weights: Weights, alphas: Slopes, pattern: Sequence[np.ndarray], point: np.ndarray
+) -> None:
+    """The certificate point must show the pattern in an independent forward pass (identity
+    neurons, with no kink, may take either sign)."""
     h = point
-    for mask, (w, b) in zip(pattern, weights[:-1], strict=True):
+    for alpha, mask, (w, b) in zip(alphas, pattern, weights[:-1], strict=True):
         z = w @ h + b
         # neurons constant on the region may sit at exactly 0; compare only where |z| is clear
         clear = np.abs(z) > 1e-12 * (1.0 + np.abs(w) @ np.abs(h) + np.abs(b))
+        clear &= alpha != 1.0
         if np.any((z > 0)[clear] != (mask[clear] > 0)):
             raise RuntimeError("oracle certificate point does not show its activation pattern")
-        h = np.maximum(z, 0.0)
+        h = activate(alpha, z)
 
 
 # --------------------------------------------------------------------------- random nets, sampling
+
+
+@overload
+def random_network_weights(
+    rng: np.random.Generator,
+    widths: Sequence[int],
+    scale: float = 1.0,
+    bias_std: float = 0.5,
+    *,
+    slopes: None = None,
+    slope_range: None = None,
+) -> Weights: ...
+
+
+@overload
+def random_network_weights(
+    rng: np.random.Generator,
+    widths: Sequence[int],
+    scale: float = 1.0,
+    bias_std: float = 0.5,
+    *,
+    slopes: Sequence[float],
+    slope_range: None = None,
+) -> SlopedWeights: ...
+
+
+@overload
+def random_network_weights(
+    rng: np.random.Generator,
+    widths: Sequence[int],
+    scale: float = 1.0,
+    bias_std: float = 0.5,
+    *,
+    slopes: None = None,
+    slope_range: tuple[float, float],
+) -> SlopedWeights: ...
 
 
 def random_network_weights(
@@ -982,16 +1131,31 @@ def random_network_weights(
     widths: Sequence[int],
     scale: float = 1.0,
     bias_std: float = 0.5,
+    *,
+    slopes: Sequence[float] | None = None,
+    slope_range: tuple[float, float] | None = None,
 ) -> Weights:
     """He-normal weights ``N(0, scale^2 * 2 / fan_in)`` and ``N(0, bias_std^2)`` biases.
 
-    ``widths = [d, n_1, ..., n_{L-1}, m]``.
+    ``widths = [d, n_1, ..., n_{L-1}, m]``. With ``slopes`` (a few values, e.g.
+    ``(0, 1, 0.1, -1)``) each hidden neuron's ``alpha`` is drawn uniformly among them, with
+    ``slope_range=(lo, hi)`` uniformly in that interval; either returns a
+    :class:`SlopedWeights` (the slopes drawn after the weights, so the weights are those drawn
+    without them).
     """
     out: Weights = []
     for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=False):
         w = rng.normal(0.0, scale * np.sqrt(2.0 / fan_in), size=(fan_out, fan_in))
         b = rng.normal(0.0, bias_std, size=fan_out)
         out.append((w, b))
+    if slopes is not None and slope_range is not None:
+        raise ValueError("give slopes (choices) or slope_range, not both")
+    hidden = widths[1:-1]
+    if slopes is not None:
+        choices = np.asarray(slopes, dtype=np.float64)
+        return SlopedWeights(out, [rng.choice(choices, size=n) for n in hidden])
+    if slope_range is not None:
+        return SlopedWeights(out, [rng.uniform(*slope_range, size=n) for n in hidden])
     return out
 
 
@@ -1059,13 +1223,15 @@ def sampled_max_gradient_norm(
     output_norm: str = "abs",
     *,
     constraints: Constraints | None = None,
+    slopes: Sequence[Any] | None = None,
 ) -> float:
     """Largest ``max_w ||J(x)^T w||_{alpha*}`` over ``n`` uniform samples of the domain (∩
-    ``constraints``, as in :func:`sample_domain`): a LOWER bound."""
-    weights = _as_weights(weights)
+    ``constraints``, as in :func:`sample_domain`): a LOWER bound. ``slopes`` as in
+    :func:`brute_force_lipschitz`."""
+    weights, alphas = _network(weights, slopes)
     rng = np.random.default_rng(0) if rng is None else rng
     x = sample_domain(domain, weights[0][0].shape[1], n, rng, constraints)
-    return float(gradient_norms(weights, x, c, input_norm, output_norm).max())
+    return float(gradient_norms(weights, x, c, input_norm, output_norm, slopes=alphas).max())
 
 
 # --------------------------------------------------------------------------- lipopt adapter
@@ -1075,20 +1241,28 @@ def from_lipopt(network: Any, domain: Any) -> LipoptArgs:
     """Plain ``(weights, domain)`` from a lipopt ``Network`` and ``Box``/``LinfBall``/``L1Ball``/
     ``L2Ball``/``Polytope``/``Intersection``.
 
-    Only reads ``network.affine_layers[i].weight/.bias`` and the domain's ``lower/upper``,
+    Only reads ``network.affine_layers[i].weight/.bias``, ``network.slopes`` (when present: the
+    per-neuron ``alpha`` of each hidden layer, zeros for ReLU) and the domain's ``lower/upper``,
     ``center/radius``, ``A/b`` (Polytope: ``{lower <= x <= upper, A x <= b}``) or
     ``ball/polytope`` (Intersection: ball ∩ polytope). A Polytope becomes ``("box", lower, upper)``
     with constraints ``(A, b)``; an Intersection the ball's spec with constraints ``A x <= b``,
     ``x <= upper``, ``-x <= -lower``. Those come back as ``.constraints`` (``None`` for the other
     domains) and are carried by the domain spec (a :class:`ConstrainedDomain`), so the usual
     ``brute_force_lipschitz(*from_lipopt(net, dom), c, "linf")`` applies them, as does passing
-    ``constraints=args.constraints``.
+    ``constraints=args.constraints``. Slopes other than all zeros come back carried by the weights
+    (a :class:`SlopedWeights`; ``.slopes`` reads them), so every function here uses them; a
+    ReLU network gives a plain list.
     """
     layers = network.affine_layers if hasattr(network, "affine_layers") else network
     weights = [
         (np.array(layer.weight, dtype=np.float64), np.array(layer.bias, dtype=np.float64))
         for layer in layers
     ]
+    slopes = [np.array(a, dtype=np.float64).reshape(-1) for a in getattr(network, "slopes", ())]
+    if any(np.any(a) for a in slopes):
+        if len(slopes) != len(weights) - 1:
+            raise ValueError(f"{len(slopes)} slope arrays for {len(weights) - 1} hidden layers")
+        weights = SlopedWeights(weights, slopes)
     return LipoptArgs(weights, _lipopt_domain(domain))
 
 

@@ -25,6 +25,16 @@ lipopt3        upper        LiPopt-3 (Latorre et al. 2020): Krivine/Handelman LP
 lipopt4        upper        LiPopt-4 (Latorre et al. 2020): the same at degree 4
 lipmip         exact        the MIP (upper if stopped early)
 =============  ===========  ================================================================
+
+Activations other than ReLU (issue 46: ``h = α z + (1 - α) relu(z)`` per neuron; identity,
+leaky, ``|z|``). ``naive`` bounds each ``||D_k||_2`` by ``max(1, max |α|)``; ``random``,
+``clever`` and ``attack`` evaluate gradients through the network's own ``D = α + (1 - α) σ``, so
+their values stay attained. ``seqlip``, ``lipsdp``, the three ``eclipse`` and ``shor``, ``hr2``,
+``lipopt3``/``lipopt4``, whose math reads ReLU slopes, run on ``network.lowered()``, the same
+function with ReLUs only (:func:`~lipopt.estimators.base.runs_lowered`, which marks their
+``estimate``; ``detail["lowered"]`` says so), so each keeps its guarantee: the same function has
+the same constant. ``fastlip``, ``liplp`` and ``lipmip`` read the slopes through the bounds and
+the MIP.
 """
 
 from __future__ import annotations

@@ -11,13 +11,15 @@ and says what kind of answer it is: a certified ``upper`` bound, an attained ``l
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -98,6 +100,33 @@ class Estimator(Protocol):
         c: ArrayLike | None = ...,
         **options: Any,
     ) -> Estimate: ...
+
+
+EstimateFunction = TypeVar("EstimateFunction", bound=Callable[..., Estimate])
+
+
+def runs_lowered(estimate: EstimateFunction) -> EstimateFunction:
+    """Mark an estimator whose math reads ReLU networks only (slopes in [0, 1], derivatives
+    0/1): on a network with other activations (issue 46: identity, leaky, ``|z|``, any α) it
+    runs on :meth:`Network.lowered() <lipopt.network.Network.lowered>`, the same function
+    with ReLUs only (each non-ReLU neuron as ``relu(z) - α relu(-z)``, two neurons). The same
+    function has the same local constant on every domain, so an upper bound stays an upper
+    bound, a value attained stays attained and a heuristic stays a heuristic; the answer's
+    ``detail["lowered"]`` says how many neurons the lowering added. A ReLU network is passed
+    through untouched. The one place this happens: each such module decorates its public
+    ``estimate`` with it, so a direct call cannot take the wrong path either."""
+
+    @functools.wraps(estimate)
+    def on_relus(network: Network, *args: Any, **kwargs: Any) -> Estimate:
+        if network.is_relu:
+            return estimate(network, *args, **kwargs)
+        relus = network.lowered()
+        result = estimate(relus, *args, **kwargs)
+        added = sum(relus.hidden_widths) - sum(network.hidden_widths)
+        note = f"run on the ReLU lowering of the activations ({added} neurons added)"
+        return dataclasses.replace(result, detail={**result.detail, "lowered": note})
+
+    return cast(EstimateFunction, on_relus)
 
 
 #: Clarabel's tolerances for the moment relaxations (its defaults are 1e-8; the HR-2 blocks

@@ -59,6 +59,7 @@ from lipopt.estimators.base import (
     FloatArray,
     Kind,
     problem,
+    runs_lowered,
     stopwatch,
 )
 from lipopt.network import Network
@@ -168,6 +169,7 @@ def _estimate_global(
     return Estimate(name, value, KIND, elapsed[0], {**detail, "scope": "global"})
 
 
+@runs_lowered
 def estimate(
     network: Network,
     domain: Domain,
@@ -181,6 +183,7 @@ def estimate(
     return _estimate_global(network, domain, norm, c, fast=False)
 
 
+@runs_lowered
 def estimate_fast(
     network: Network,
     domain: Domain,
@@ -257,6 +260,7 @@ def _gen_local(
     return value, {"layers": used}
 
 
+@runs_lowered
 def estimate_local(
     network: Network,
     domain: Domain,

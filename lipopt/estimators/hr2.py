@@ -37,6 +37,7 @@ from lipopt.estimators.base import (
     EstimatorUnavailable,
     Kind,
     problem,
+    runs_lowered,
     stopwatch,
 )
 from lipopt.estimators.moments import (
@@ -159,6 +160,7 @@ def solve_proven(relax: Relaxation, solver: str | None, options: dict[str, Any])
             "block_side": max(compiled.sides)}  # fmt: skip
 
 
+@runs_lowered
 def estimate(
     network: Network,
     domain: Domain,

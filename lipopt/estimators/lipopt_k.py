@@ -28,7 +28,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from lipopt.domain import Domain
-from lipopt.estimators.base import Estimate, EstimatorFailed, FloatArray, Kind, problem, stopwatch
+from lipopt.estimators.base import (
+    Estimate,
+    EstimatorFailed,
+    EstimatorOutOfScope,
+    FloatArray,
+    Kind,
+    problem,
+    runs_lowered,
+    stopwatch,
+)
 from lipopt.estimators.moments import Poly, add, const, mul, scale, var
 from lipopt.estimators.semialgebraic import LINF_ONLY, Layered, box_note, hidden_layers
 from lipopt.network import Network
@@ -145,7 +154,13 @@ def estimate_k(
     bounds: str = "linear",
     **options: Any,
 ) -> Estimate:
-    """The proven LiPopt-k bound on ``max ||∇(cᵀf)||_1`` (``local``: stable neurons fixed)."""
+    """The proven LiPopt-k bound on ``max ||∇(cᵀf)||_1`` (``local``: stable neurons fixed),
+    for ReLU networks: :func:`estimate3` and :func:`estimate4` take the others lowered
+    (:func:`~lipopt.estimators.base.runs_lowered`)."""
+    if not network.is_relu:
+        raise EstimatorOutOfScope(
+            f"LiPopt-{k} reads ReLU networks only; estimate3/estimate4 run others lowered"
+        )
     with stopwatch() as elapsed:
         prob = problem(network, domain, norm, c, norms=LINF_ONLY, method=f"LiPopt-{k}")
         net = hidden_layers(prob, f"LiPopt-{k}", 2, bounds)
@@ -157,12 +172,14 @@ def estimate_k(
     return Estimate(f"lipopt{k}", value, KIND, elapsed[0], detail)
 
 
+@runs_lowered
 def estimate3(network: Network, domain: Domain, norm: InputNorm | str = InputNorm.LINF,
               c: ArrayLike | None = None, **options: Any) -> Estimate:  # fmt: skip
     """LiPopt-3 (Latorre et al. 2020)."""
     return estimate_k(3, network, domain, norm, c, **options)
 
 
+@runs_lowered
 def estimate4(network: Network, domain: Domain, norm: InputNorm | str = InputNorm.LINF,
               c: ArrayLike | None = None, **options: Any) -> Estimate:  # fmt: skip
     """LiPopt-4 (Latorre et al. 2020)."""

@@ -53,6 +53,7 @@ from lipopt.estimators.base import (
     FloatArray,
     Kind,
     problem,
+    runs_lowered,
     solve_sdp,
     stopwatch,
 )
@@ -205,6 +206,7 @@ def _solve(
     return rho_used, facts
 
 
+@runs_lowered
 def estimate(
     network: Network,
     domain: Domain,

@@ -30,7 +30,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from lipopt.bounds.interval import NeuronState, interval_bounds
 from lipopt.domain import Domain
-from lipopt.estimators.base import Estimate, FloatArray, Kind, problem, stopwatch
+from lipopt.estimators.base import (
+    Estimate,
+    FloatArray,
+    Kind,
+    problem,
+    runs_lowered,
+    stopwatch,
+)
 from lipopt.network import Network
 from lipopt.norms import EVERY_NORM, InputNorm
 
@@ -69,6 +76,7 @@ def greedy_max_spectral(
         current += best_gain
 
 
+@runs_lowered
 def estimate(
     network: Network,
     domain: Domain,

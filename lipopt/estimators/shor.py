@@ -28,7 +28,14 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from lipopt.domain import Domain
-from lipopt.estimators.base import Estimate, EstimatorUnavailable, Kind, problem, stopwatch
+from lipopt.estimators.base import (
+    Estimate,
+    EstimatorUnavailable,
+    Kind,
+    problem,
+    runs_lowered,
+    stopwatch,
+)
 from lipopt.estimators.hr2 import layered_relaxation, solve_proven
 from lipopt.estimators.semialgebraic import SDP_NORMS, box_note, hidden_layers
 from lipopt.network import Network
@@ -39,6 +46,7 @@ KIND = Kind.UPPER
 INSTALL_HINT = "pip install 'lipopt[sdp]'"
 
 
+@runs_lowered
 def estimate(
     network: Network,
     domain: Domain,

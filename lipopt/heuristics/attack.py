@@ -7,12 +7,14 @@ moves between neighbouring linear regions, guided by the network's structure:
 *Region-flip moves.* On the current region the gradient is ``g = W_1^T D_1 ··· W_L^T c``. If only
 hidden neuron ``(k, j)`` changed state, the gradient would become
 
-    g' = g ± y_kj · a_kj,
+    g' = g ± (1 - α_kj) y_kj · a_kj,
 
 where ``y_kj = ∂(c^T f)/∂h_kj`` (backward pass) and ``a_kj = ∂z_kj/∂x`` (forward-mode Jacobian of
-the pre-activation; + when the neuron switches on, - when it switches off). All these predicted
-neighbours are scored at once; the search steps just across the hyperplane ``z_kj(x) = 0`` of the
-most promising one (``x + δ``, ``δ = -(z_kj ± η) a_kj / ||a_kj||²``), projected onto the domain.
+the pre-activation; + when the neuron switches on, - when it switches off; ``α_kj`` its slope left
+of the kink, ``h = α z + (1 - α) relu(z)``: 0 for ReLU, and an identity neuron, ``α = 1``, has no
+kink to flip). All these predicted neighbours are scored at once; the search steps just across
+the hyperplane ``z_kj(x) = 0`` of the most promising one (``x + δ``,
+``δ = -(z_kj ± η) a_kj / ||a_kj||²``), projected onto the domain.
 
 *Random moves.* When no flip is predicted to help (or every promising flip failed), a Gaussian
 perturbation with a per-start adaptive step size (grown on success, shrunk on failure).
@@ -97,33 +99,40 @@ def _flip_candidates(
     Returns ``(value, step, distance, current)`` with shapes (R, N), (R, N, d), (R, N), (R,),
     N the number of hidden neurons (all layers concatenated).
     """
-    affines = prob.network.affine_layers
+    network = prob.network
+    affines = network.affine_layers
     r, d = x.shape
-    zs, jacs, masks = [], [], []
+    zs, jacs, masks, slopes = [], [], [], []
     h = x
     jac_h = np.broadcast_to(np.eye(d), (r, d, d))
-    for affine in affines[:-1]:
+    for k, affine in enumerate(affines[:-1]):
         z = h @ affine.weight.T + affine.bias
         jac_z = np.einsum("ij,rjd->rid", affine.weight, jac_h)
         mask = (z > 0).astype(np.float64)
+        slope = network.derivatives(k, mask)  # D = α + (1 - α) σ: the mask itself for ReLU
         zs.append(z)
         jacs.append(jac_z)
         masks.append(mask)
-        h = mask * z
-        jac_h = mask[:, :, None] * jac_z
+        slopes.append(slope)
+        h = slope * z
+        jac_h = slope[:, :, None] * jac_z
     # backward: y_k = d(c^T f)/d h_k, from the last hidden layer down
     ys: list[FloatArray] = [np.empty(0)] * len(masks)
     y = np.broadcast_to(affines[-1].weight.T @ prob.c, (r, affines[-1].in_features))
     for k in reversed(range(len(masks))):
         ys[k] = np.asarray(y)
-        y = (y * masks[k]) @ affines[k].weight
+        y = (y * slopes[k]) @ affines[k].weight
     grad = y  # after the loop: (y_1 * D_1) @ W_1, the input gradient
     current = np.linalg.norm(grad, ord=prob.norm.dual_order, axis=-1)
     z_all = np.concatenate(zs, axis=1)
     a_all = np.concatenate(jacs, axis=1)  # (R, N, d)
     y_all = np.concatenate(ys, axis=1)  # (R, N)
     on = np.concatenate(masks, axis=1) > 0
-    sign = np.where(on, -1.0, 1.0)  # switching off removes the term, switching on adds it
+    # switching off removes (1 - α) y a from the gradient, switching on adds it (α = 0: all of
+    # the term); an identity neuron (α = 1) has no kink to cross
+    sign = np.where(on, -1.0, 1.0)
+    if not network.is_relu:
+        sign = sign * (1.0 - np.concatenate(network.slopes))
     predicted = grad[:, None, :] + (sign * y_all)[:, :, None] * a_all
     value = np.linalg.norm(predicted, ord=prob.norm.dual_order, axis=-1)
     sq = np.einsum("rnd,rnd->rn", a_all, a_all)
@@ -132,7 +141,7 @@ def _flip_candidates(
     target = np.where(on, -margin, margin)  # just across the hyperplane
     step = ((target - z_all) / safe)[:, :, None] * a_all
     distance = np.abs(z_all) / np.sqrt(safe)
-    value = np.where(sq > 0, value, -np.inf)
+    value = np.where((sq > 0) & (sign != 0), value, -np.inf)
     return value, step, distance, current
 
 

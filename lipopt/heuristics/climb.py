@@ -3,7 +3,10 @@
 The objective ``x -> ||∇(c^T f)(x)||_{α*}`` is constant on each linear region, and a region is
 named by its activation pattern σ (one 0/1 gate per hidden neuron). The gradient of a pattern is
 
-    g(σ) = W_1^T diag(σ_1) W_2^T diag(σ_2) ··· W_L^T c,
+    g(σ) = W_1^T D_1 W_2^T D_2 ··· W_L^T c,   D_k = diag(α_k + (1 - α_k) σ_k)
+
+(``D = σ`` for ReLUs; an identity neuron, ``α = 1``, has no kink: its gate is kept at 1 and
+never flipped),
 
 so every pattern one gate away from the current one is scored in one batched product, without
 finding a point first. The climb takes the best-scoring neighbour whose region meets the
@@ -31,14 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from lipopt.domain import Box, Domain, LinfBall
 from lipopt.heuristics.target import FloatArray
 from lipopt.lazy import lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
-from lipopt.verify import FULL_DIM_MARGIN, Dimension, check_region, pattern_affine_maps
+from lipopt.verify import FULL_DIM_MARGIN, Dimension, check_region, kinked, pattern_affine_maps
 
 highspy = lazy_module("highspy")
 sparse = lazy_module("scipy.sparse")
@@ -60,17 +63,21 @@ class ClimbResult:
     checks: int
 
 
-def _flips(pattern: list[FloatArray], k: int, inputs: int = 0) -> list[FloatArray] | None:
+def _flips(
+    pattern: list[FloatArray], k: int, inputs: int = 0, movable: NDArray[np.bool_] | None = None
+) -> list[FloatArray] | None:
     """Every pattern exactly ``k`` gates away, as a batch (one array per hidden layer; for
-    ``k = 1`` row n flips the n-th hidden neuron, layers in order); None where there are none,
-    or for ``k > 1`` where patterns × (gates + ``inputs``) would exceed
-    :data:`MAX_WIDE_ENTRIES` (the batch and its gradients, one per pattern)."""
+    ``k = 1`` row n flips the n-th movable hidden neuron, layers in order); None where there
+    are none, or for ``k > 1`` where patterns × (gates + ``inputs``) would exceed
+    :data:`MAX_WIDE_ENTRIES` (the batch and its gradients, one per pattern). ``movable``: the
+    gates that may flip, all hidden neurons concatenated (default: every one)."""
     flat = np.concatenate(pattern) if pattern else np.zeros(0)
-    count = math.comb(flat.size, k)
+    gates = np.arange(flat.size) if movable is None else np.flatnonzero(movable)
+    count = math.comb(gates.size, k)
     if count == 0 or (k > 1 and count * (flat.size + inputs) > MAX_WIDE_ENTRIES):
         return None
     chosen = np.fromiter(
-        itertools.chain.from_iterable(itertools.combinations(range(flat.size), k)),
+        itertools.chain.from_iterable(itertools.combinations(gates.tolist(), k)),
         dtype=np.intp,
         count=count * k,
     ).reshape(count, k)
@@ -137,15 +144,18 @@ def _deep_point(
 
     handed to HiGHS as matrices (about half the time of scipy's ``linprog`` on these sizes): its
     point where ``t`` exceeds :data:`~lipopt.verify.FULL_DIM_MARGIN`, else None. The climb's
-    answer is verified by ``check_region`` again where it is used as a witness."""
+    answer is verified by ``check_region`` again where it is used as a witness. Identity
+    neurons give no row."""
     d = lower.size
     rows: list[FloatArray] = []
     limits: list[FloatArray] = []
-    for (a_mat, d_vec), mask in zip(pattern_affine_maps(network, pattern), pattern):
+    maps = zip(pattern_affine_maps(network, pattern), pattern, kinked(network))
+    for (a_mat, d_vec), mask, kinks in maps:
         sign = 2.0 * mask - 1.0
         norms = np.linalg.norm(a_mat, axis=1)
-        varying = norms > 1e-14
-        if np.any(sign[~varying] * d_vec[~varying] < -1e-12):  # constant, of the wrong sign
+        varying = (norms > 1e-14) & kinks
+        constant = (norms <= 1e-14) & kinks
+        if np.any(sign[constant] * d_vec[constant] < -1e-12):  # constant, of the wrong sign
             return None
         scale = sign[varying] / norms[varying]
         rows.append(-scale[:, None] * a_mat[varying])
@@ -198,10 +208,11 @@ def _ascend(
     gates away, and so on up to ``max_flips``; after each move start again from one gate. Ends
     at the first size-``max_flips`` local maximum, or when the LPs or the time run out."""
     flips = 1
+    movable = np.concatenate(kinked(network)) if network.hidden_widths else None
     while flips <= max_flips:
         if flips > 1 and regions.late():
             break
-        batch = _flips(pattern, flips, network.input_dim)
+        batch = _flips(pattern, flips, network.input_dim, movable)
         moved = False
         if batch is not None:
             scores = np.asarray(dual_norm(network.pattern_gradients(batch, c), norm))
@@ -246,6 +257,8 @@ def pattern_climb(
     best: tuple[list[FloatArray], FloatArray, float] | None = None
     for start in starts:
         pattern = network.activation_pattern(np.asarray(start, dtype=np.float64))
+        if not network.is_relu:  # an identity neuron's gate is kept at 1 (no kink)
+            pattern = [np.where(kinks, m, 1.0) for m, kinks in zip(pattern, kinked(network))]
         if not regions.can_decide(pattern):
             break
         point = regions.inside(pattern)

@@ -4,7 +4,8 @@ A node is a set of splits ``S`` (neurons with a fixed sign) and stands for the s
 ``D_S`` of :mod:`lipopt.bounds.constrained`. Splitting a neuron ``(k, i)`` makes two children,
 ``z_{k,i} >= 0`` and ``z_{k,i} <= 0``, which cover their parent; so the local Lipschitz constant
 ``L = sup ||∇(c^T f)(x)||_{α*}`` over the differentiable points of the interior of ``D`` is the
-largest of the leaves' suprema, at every stage of the tree. Each node carries:
+largest of the leaves' suprema, at every stage of the tree. Only neurons with a kink are split
+and counted (never an identity neuron: :mod:`lipopt.search.kinds`). Each node carries:
 
 * an **upper bound** ``U_S >= sup`` over ``D_S``: :func:`jacobian_norm_bound` on the node's
   bounds (:func:`split_bounds`), which holds for every activation pattern those bounds allow,
@@ -58,6 +59,7 @@ from lipopt.search.activation_rules import (
     linear_part,
     pattern_value,
 )
+from lipopt.search.kinds import identity_active, unstable_count
 from lipopt.status import Status
 from lipopt.verify import Dimension, check_region
 
@@ -213,7 +215,8 @@ class _Search:
         )  # fmt: skip
         cap, checked = (np.inf, 0) if parent is None else (parent.upper, parent.checked)
         upper = min(bound.value, cap)
-        node = BabNode(tuple(splits.items()), bounds, upper, bounds.unstable_count, checked)
+        unstable = unstable_count(self.network, bounds.states)
+        node = BabNode(tuple(splits.items()), bounds, upper, unstable, checked)
         if self.prunable(node.upper):
             self.pruned += 1
             self.settled = max(self.settled, node.upper)
@@ -231,7 +234,8 @@ class _Search:
         """The margin LP on the polytope of :meth:`linear_part`, which holds ``D_S``: the node
         is dropped when the polytope meets ``D`` in no full-dimensional set (no interior point
         of ``D_S`` is left), and its deep point is tried as a witness."""
-        part = linear_part(self.network, node.bounds.states, dict(node.splits), node.checked)
+        states = identity_active(self.network, node.bounds.states)
+        part = linear_part(self.network, states, dict(node.splits), node.checked)
         if part is None:
             return node
         check = check_region(part[0], part[1], self.domain, self.left())
@@ -261,7 +265,8 @@ class _Search:
         """A node with one pattern: its value is attained in a full-dimensional region (closed),
         it holds no interior point (dropped), or the margin LP cannot tell (kept, unclosed)."""
         self.leaves += 1
-        pattern = [(s == NeuronState.ACTIVE).astype(np.float64) for s in node.bounds.states]
+        states = identity_active(self.network, node.bounds.states)
+        pattern = [(s == NeuronState.ACTIVE).astype(np.float64) for s in states]
         check = check_region(self.network, pattern, self.domain, self.left())
         if check.dimension is Dimension.LOWER:
             self.empty += 1
@@ -287,7 +292,7 @@ class _Search:
                 # the node's own bound holds too: a part MIP stopped early may prove less
                 self.unclosed = max(self.unclosed, min(upper, node.upper))
                 return
-        k, i = branch_neuron(node.bounds, self.options.branching)
+        k, i = branch_neuron(node.bounds, self.options.branching, self.network.slopes)
         for active in (True, False):
             splits = dict(node.splits)
             splits[(k, i)] = active
@@ -376,7 +381,7 @@ def activation_bab(
         solved=search.solved,
         seconds=time.perf_counter() - began,
         root_upper=float(root_upper),
-        root_unstable=root.unstable_count,
+        root_unstable=unstable_count(network, root.states),
     )
 
 

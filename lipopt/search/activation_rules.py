@@ -8,6 +8,11 @@ affine in ``x``; so ``D_S`` lies in the closure of the polyhedron cut out by tha
 the signs split at layer ``p``. If the margin LP finds that polyhedron meets the interior of ``D``
 in no full-dimensional set, no interior point of ``D_S`` lies in an open linear region, and the
 node contributes nothing to the constant (docs/encoding.md §11).
+
+**Activation kinds.** On a pattern ``σ`` each hidden neuron is ``h = D z`` with
+``D = α + (1 - α) σ`` (``α z`` on an inactive neuron); an identity neuron (``α = 1``) has no
+kink, so it is never split and gives no row (:mod:`lipopt.search.kinds`): the states read here
+have it ACTIVE.
 """
 
 from __future__ import annotations
@@ -82,14 +87,21 @@ def pattern_value(
     return float(dual_norm(grad[0], norm))
 
 
-def branch_neuron(bounds: NetworkBounds, rule: str) -> Neuron:
+def branch_neuron(
+    bounds: NetworkBounds, rule: str, slopes: Sequence[FloatArray] | None = None
+) -> Neuron:
     """The unstable neuron to split: the largest ``min(-l, u) · max(|ly|, |uy|)`` (ties and
     zero scores by the width ``min(-l, u)``), anywhere (``score``) or in the earliest layer
-    with an unstable neuron (``layer``)."""
+    with an unstable neuron (``layer``); never an identity neuron of ``slopes`` (by default
+    the bounds' own)."""
     best: tuple[float, float] = (-1.0, -1.0)
     chosen: Neuron | None = None
+    slopes = slopes if slopes is not None else bounds.slopes
     for k, state in enumerate(bounds.states):
-        unstable = np.flatnonzero(state == NeuronState.UNSTABLE)
+        kinked = state == NeuronState.UNSTABLE
+        if slopes is not None:
+            kinked &= slopes[k] != 1.0
+        unstable = np.flatnonzero(kinked)
         if not unstable.size:
             continue
         width = np.minimum(-bounds.pre_lower[k], bounds.pre_upper[k])[unstable]
@@ -113,23 +125,28 @@ def linear_part(
     pattern and of the signs split at layer ``p``. Returns the network of layers ``< p`` and
     layer ``p``'s split rows (zero output) and that pattern, for the margin LP
     (:func:`lipopt.verify.check_region`); None when it fixes no more than ``checked`` neurons
-    (checked before) or nothing at all."""
+    (checked before) or nothing at all. The states have identity neurons ACTIVE
+    (:func:`lipopt.search.kinds.identity_active`); the sub-network keeps the slopes."""
     p = next(k for k, s in enumerate(states) if np.any(s == NeuronState.UNSTABLE))
     rows = sorted((i, active) for (k, i), active in splits.items() if k == p)
     if sum(network.hidden_widths[:p]) + len(rows) <= checked:
         return None
     pattern = [(s == NeuronState.ACTIVE).astype(np.float64) for s in states[:p]]
     affines = list(network.affine_layers[:p])
+    slopes = list(network.slopes[:p])
     width = network.input_dim if p == 0 else network.hidden_widths[p - 1]
     if rows:
         index = [i for i, _ in rows]
         layer = network.affine_layers[p]
         affines.append(Affine(layer.weight[index], layer.bias[index]))
+        slopes.append(network.slopes[p][index])
         pattern.append(np.array([1.0 if active else 0.0 for _, active in rows]))
         width = len(rows)
     if not pattern:
         return None
-    return Network.from_affines([*affines, Affine(np.zeros((1, width)), np.zeros(1))]), pattern
+    affines.append(Affine(np.zeros((1, width)), np.zeros(1)))
+    part = Network.from_affines(affines, None if network.is_relu else slopes)
+    return part, pattern
 
 
 __all__ = [

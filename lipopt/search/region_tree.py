@@ -6,6 +6,11 @@ its region, so fixing neuron ``i`` of layer ``k`` adds the row ``±(a_i x + b_i)
 to the LP ``max e`` over the box (and a polytope's rows; ``0 <= e <= 1``): the pattern's region
 has an interior point iff ``e* > 0``. A node's bound on ``||g||_{α*}`` over every completion of
 its pattern is the interval backward pass with its neuron states (times ``1 + PRUNE_SLACK``).
+
+Per-neuron activations ``h = α z + (1 - α) relu(z)`` (:mod:`lipopt.activation`): the pattern
+``σ = [z > 0]`` is what a node fixes, and on its region ``h = D z`` with ``D = α + (1 - α) σ``
+(``α z`` on a neuron fixed inactive). An identity neuron (``α = 1``) has no kink: it is ACTIVE
+from the root on, never branched on and never a row.
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ from lipopt.bounds.interval import (
     _affine_interval,
     backward_interval,
     classify,
+    hidden_range,
+    slopes_of,
 )
 from lipopt.bounds.linear import input_gradient_linear, relu_relaxation
 from lipopt.domain import Box, Polytope, cut_rows
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
+from lipopt.search.kinds import activation_lines, identity_active
 
 FloatArray = NDArray[np.float64]
 #: :func:`~lipopt.bounds.interval.backward_interval`'s result: per-layer ``y`` bounds, ``∇f``'s
@@ -132,6 +140,7 @@ class SearchState:
         bounds: NetworkBounds,
     ) -> None:
         self.network = network
+        self.alphas = slopes_of(network) or (None,) * (len(network.affine_layers) - 1)
         self.domain = domain
         self.affines = network.affine_layers
         self.hidden = len(self.affines) - 1
@@ -175,6 +184,8 @@ class SearchState:
         """:meth:`bound_and_grads`'s bound tightened: ``∇f`` back-substituted to ``c`` through the
         switch chords of the interval pass's ``y`` ranges, intersected with its interval."""
         grad_lo, grad_hi, in_lo, in_hi = backward
+        if not self.network.is_relu:  # the switch chords below are ReLU's: the interval alone
+            return self.norm_bound(in_lo, in_hi)
         lo, hi = input_gradient_linear(self.network, states, self.c, grad_lo, grad_hi)
         return self.norm_bound(np.maximum(lo, in_lo), np.minimum(hi, in_hi))
 
@@ -196,37 +207,56 @@ class SearchState:
         self, node: Node, state_k: NDArray[np.int8]
     ) -> tuple[float, list[NDArray[np.int8]], Backward]:
         """Neuron states of a child whose layer-k states are ``state_k``: the next layer is
-        re-bounded through the CROWN relaxation of this layer's ReLUs (exact for fixed
+        re-bounded through the CROWN relaxation of this layer's activations (exact for fixed
         neurons), deeper layers by intervals; returns the gradient bound, the states and the
         backward bounds behind the gradient bound."""
         k = node.layer
         states = list(node.states)
         states[k] = state_k
         if k + 1 < self.hidden:
-            # on this node a neuron fixed active has z >= 0, one fixed inactive z <= 0
-            zlo, zhi = node.z_range
-            zlo = np.where(state_k == NeuronState.ACTIVE, np.maximum(zlo, 0.0), zlo)
-            zhi = np.where(state_k == NeuronState.INACTIVE, np.minimum(zhi, 0.0), zhi)
-            slope_up, shift_up, slope_low = relu_relaxation(zlo, zhi)
-            nxt = self.affines[k + 1]
-            wp, wn = np.maximum(nxt.weight, 0.0), np.minimum(nxt.weight, 0.0)
-            matrix, offset = node.affine
-            low_coef, up_coef = wp * slope_low + wn * slope_up, wp * slope_up + wn * slope_low
-            zl, _ = self.on_box(low_coef @ matrix, low_coef @ offset + wn @ shift_up + nxt.bias)
-            _, zh = self.on_box(up_coef @ matrix, up_coef @ offset + wp @ shift_up + nxt.bias)
+            zl, zh = self.next_range(node, state_k)
             for j in range(k + 1, self.hidden):
                 if j > k + 1:
                     layer = self.affines[j]
-                    zl, zh = _affine_interval(
-                        layer.weight, layer.bias, np.maximum(zl, 0.0), np.maximum(zh, 0.0)
-                    )
+                    h_lo, h_hi = hidden_range(self.network, j - 1, zl, zh)
+                    zl, zh = _affine_interval(layer.weight, layer.bias, h_lo, h_hi)
                 zl, zh = np.maximum(zl, self.pre_lower[j]), np.minimum(zh, self.pre_upper[j])
                 # keep what the node already knew (sound on its region, which holds the child's)
                 states[j] = np.where(
-                    node.states[j] == NeuronState.UNSTABLE, classify(zl, zh), node.states[j]
+                    node.states[j] == NeuronState.UNSTABLE,
+                    classify(zl, zh, self.alphas[j]),
+                    node.states[j],
                 ).astype(np.int8)
         bound, backward = self.bound_and_grads(states)
         return bound, states, backward
+
+    def next_range(self, node: Node, state_k: NDArray[np.int8]) -> tuple[FloatArray, FloatArray]:
+        """Bounds of ``z_{k+1}`` on a child of ``node`` whose layer-k states are ``state_k``:
+        ``W_{k+1} h_k + b_{k+1}`` with each ``h_k`` between two lines of ``z_k = A x + b``
+        (:func:`activation_lines`; on a ReLU layer :func:`relu_relaxation`, whose lower line
+        has no shift), maximised and minimised over the box."""
+        k, alpha = node.layer, self.alphas[node.layer]
+        # on this node a neuron fixed active has z >= 0, one fixed inactive z <= 0
+        zlo, zhi = node.z_range
+        active = state_k == NeuronState.ACTIVE
+        if alpha is not None:
+            active &= alpha != 1.0  # an identity neuron is ACTIVE whatever its sign
+        zlo = np.where(active, np.maximum(zlo, 0.0), zlo)
+        zhi = np.where(state_k == NeuronState.INACTIVE, np.minimum(zhi, 0.0), zhi)
+        nxt = self.affines[k + 1]
+        wp, wn = np.maximum(nxt.weight, 0.0), np.minimum(nxt.weight, 0.0)
+        if alpha is None:
+            slope_up, shift_up, slope_low = relu_relaxation(zlo, zhi)
+            low_shift, up_shift = wn @ shift_up, wp @ shift_up
+        else:
+            slope_up, shift_up, slope_low, shift_low = activation_lines(alpha, zlo, zhi)
+            low_shift = wp @ shift_low + wn @ shift_up
+            up_shift = wp @ shift_up + wn @ shift_low
+        matrix, offset = node.affine
+        low_coef, up_coef = wp * slope_low + wn * slope_up, wp * slope_up + wn * slope_low
+        zl, _ = self.on_box(low_coef @ matrix, low_coef @ offset + low_shift + nxt.bias)
+        _, zh = self.on_box(up_coef @ matrix, up_coef @ offset + up_shift + nxt.bias)
+        return zl, zh
 
     # -- nodes ----------------------------------------------------------------------------------
     def enter_layer(self, node: Node) -> None:
@@ -237,10 +267,13 @@ class SearchState:
         zlo, zhi = np.maximum(zlo, self.pre_lower[k]), np.minimum(zhi, self.pre_upper[k])
         node.z_range = (zlo, zhi)
         known = node.states[k]
-        state = np.where(known == NeuronState.UNSTABLE, classify(zlo, zhi), known)
+        state = np.where(known == NeuronState.UNSTABLE, classify(zlo, zhi, self.alphas[k]), known)
         # a neuron constant on this node (zero row) is fixed by its constant's sign; at 0 its
-        # output is 0 whatever the derivative, so 0 is taken (no LP row, which would be 0 = 0)
+        # output is 0 whatever the derivative, so 0 is taken (no LP row, which would be 0 = 0);
+        # an identity neuron stays ACTIVE
         constant = ~np.any(matrix != 0.0, axis=1)
+        if self.alphas[k] is not None:
+            constant &= self.alphas[k] != 1.0
         state[constant] = np.where(offset[constant] > 0, NeuronState.ACTIVE, NeuronState.INACTIVE)
         node.states = list(node.states)
         node.states[k] = state.astype(np.int8)
@@ -249,24 +282,28 @@ class SearchState:
         """All of layer k fixed: compose its pattern into the affine map of layer k+1."""
         matrix, offset = node.affine
         mask = (node.states[node.layer] == NeuronState.ACTIVE).astype(np.float64)
+        slope = self.network.derivatives(node.layer, mask)  # h = D z, D = α + (1 - α) σ
         nxt = self.affines[node.layer + 1]
         return Node(
             node.layer + 1, node.depth, None, node.states,
-            (nxt.weight @ (mask[:, None] * matrix), nxt.weight @ (mask * offset) + nxt.bias),
+            (nxt.weight @ (slope[:, None] * matrix), nxt.weight @ (slope * offset) + nxt.bias),
             node.z_range, node.point, node.margin, node.bound,
         )  # fmt: skip
 
     def strictly_inside(self, point: FloatArray, states: list[NDArray[np.int8]]) -> bool:
         """Whether every pre-activation at ``point`` has its pattern's sign strictly (so a ball
         around the point lies in the pattern's region); neurons constant on the region (a zero
-        row of their affine map along the pattern) are exempt."""
+        row of their affine map along the pattern) and identity neurons (no kink) are exempt."""
         matrix = self.affines[0].weight
-        for z, state, nxt in zip(self.network.pre_activations(point), states, self.affines[1:]):
+        layers = zip(self.network.pre_activations(point), states, self.affines[1:], self.alphas)
+        for k, (z, state, nxt, alpha) in enumerate(layers):
             active = state == NeuronState.ACTIVE
             varying = np.any(matrix != 0.0, axis=1)
+            if alpha is not None:
+                varying &= alpha != 1.0
             if not np.all(np.where(varying, np.where(active, z[0] > 0, z[0] < 0), True)):
                 return False
-            matrix = nxt.weight @ (active[:, None] * matrix)
+            matrix = nxt.weight @ (self.network.derivatives(k, active)[:, None] * matrix)
         return True
 
     def _inside_domain(self, point: FloatArray, margin: float) -> FloatArray:
@@ -299,6 +336,7 @@ class SearchState:
         inside = getattr(self.domain, "interior", None)  # a polytope's centre may lie outside
         point = (self.box[0] + self.box[1]) / 2 if inside is None else inside.point.copy()
         margin = 1.0 if inside is None else min(1.0, inside.slack)
+        states = identity_active(self.network, states)
         root = Node(
             0, 0, None, list(states), (first.weight.copy(), first.bias.copy()),
             (np.zeros(0), np.zeros(0)), point, margin, 0.0,

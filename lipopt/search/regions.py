@@ -20,6 +20,11 @@ points where f is differentiable). This module searches those patterns depth fir
   pre-activation strictly of its pattern's sign. Its gradient norm is then attained in a
   full-dimensional region, so it is a certified lower bound, and x is the witness.
 
+Per-neuron activations ``h = α z + (1 - α) relu(z)`` (:mod:`lipopt.search.kinds`): a pattern
+fixes each neuron's sign, and on its region ``h = D z`` with ``D = α + (1 - α) σ``, so the
+gradient is ``g_A`` with ``D`` for ``σ`` and the next layer's map composes ``D``; an identity
+neuron (``α = 1``) has no kink, so it is never branched on and adds no row.
+
 When the search ends the best leaf is the exact constant. Stopped early (node or time limit)
 the certified upper bound is the largest bound of the nodes left open. A leaf whose interior
 point fails the numpy check is not taken as a lower bound; its value is kept as an upper-bound

@@ -27,6 +27,11 @@ then is it a lower bound. The model is solved under ``objective >= lower`` (less
 relative), also for ``lower = 0``: infeasible, it proves the part holds nothing above the
 cutoff (an empty part included), which prunes it.
 
+Per-neuron activations ``h = α z + (1 - α) relu(z)`` read the same with ``relu`` replaced by
+the activation (the model's ``h`` is exact on an unstable neuron, ``z`` on an active one and
+``α z`` on an inactive one, which the sign row again holds to ``z <= 0``); an identity neuron
+(``α = 1``) is ACTIVE everywhere, so it never gets a sign row.
+
 Without the sign rows the model admits a superset of ``D_S`` (every ``x ∈ D_S`` still
 satisfies every row), so its optimum would still bound the part from above; but a neuron folded
 to ``h = 0`` could then have ``z > 0`` at an ``x`` outside ``D_S``, which the model values by a
@@ -113,14 +118,19 @@ def pre_activations(
     lip: LipschitzModel, network: Network, states: Sequence[np.ndarray]
 ) -> list[list[Term]]:
     """The model's pre-activations ``z_k = W_k h_{k-1} + b_k`` per hidden layer, written on its
-    own variables (``x``, then ``h{k}``; a stable inactive neuron's ``h`` is 0)."""
+    own variables (``x``, then ``h{k}``; a stable inactive neuron's ``h`` is ``α z``: 0 for a
+    ReLU)."""
     out: list[list[Term]] = []
     h: list[Term] = list(lip.x)
-    for k, (affine, state) in enumerate(zip(network.affine_layers[:-1], states), start=1):
+    layers = zip(network.affine_layers[:-1], states, network.slopes)
+    for k, (affine, state, alpha) in enumerate(layers, start=1):
         z = linear_map(affine.matrix, h, affine.bias)
         out.append(z)
         h_var = lip.model.component(f"h{k}")
-        h = [0.0 if s == NeuronState.INACTIVE else h_var[i] for i, s in enumerate(state)]
+        h = [
+            (float(alpha[i]) * z[i] if alpha[i] else 0.0) if s == NeuronState.INACTIVE else h_var[i]
+            for i, s in enumerate(state)
+        ]
     return out
 
 
