@@ -222,7 +222,7 @@ def _run_node(ctx: NodeContext, values: dict[str, Value]) -> None:
     """Convert one node with its handler and store its outputs in ``values``."""
     outputs = OP_HANDLERS[ctx.node.op_type](ctx, _node_inputs(ctx, values))
     produced = list(ctx.node.output)
-    if any(produced[len(outputs) :]):
+    if any(name in ctx.consumed for name in produced[len(outputs) :]):
         raise ctx.error(f"only {len(outputs)} output(s) supported, node has {produced}")
     for name, value in zip(produced, outputs, strict=False):
         if name:
@@ -281,7 +281,8 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
     values[graph_input.name] = symbol
     output_name = graph.output[0].name
     nodes = _sorted_nodes(graph, set(values))
-    contexts = [NodeContext(node, i, opset, batch) for i, node in enumerate(nodes)]
+    consumed = frozenset({name for node in nodes for name in node.input} | {output_name})
+    contexts = [NodeContext(node, i, opset, batch, consumed) for i, node in enumerate(nodes)]
     for ctx in contexts:
         if ctx.node.domain not in _DEFAULT_DOMAINS or ctx.node.op_type not in OP_HANDLERS:
             raise _unsupported(ctx)
