@@ -7,14 +7,15 @@ merged stack is ``P`` followed by layers that compute ``[h_A; h_B]``:
 
 - the first merged layer reads ``h_P`` for both branches (the two first affine maps stacked);
   where it has non-ReLU neurons, neurons that both branches compute alike (the same row, bias
-  and slope: ``max(a, b)`` and ``min(a, b)`` share ``relu(a - b)``) are kept once;
+  and slope: ``max(a, b)`` and ``min(a, b)`` share ``relu(a - b)``) are kept once, and what
+  read them reads the one kept;
 - later layers are block diagonal, one block per branch; each merged activation layer is the
   two branches' slopes side by side (a :class:`ReLU` when both are);
-- the shorter branch is padded with *carry* neurons. A ReLU output (``h >= 0``) is carried by
-  ReLU neurons ``relu(h) = h``: exact and stable (its lower bound is 0; it never gets a binary),
-  and a ReLU network stays one. Anything else that may be negative (the raw network input of a
-  skip connection, a leaky or identity neuron's output) is carried by identity neurons
-  (``α = 1``): one neuron per value, never a binary.
+- the shorter branch is padded with *carry* neurons. The output of a ReLU layer (``h >= 0``)
+  is carried by ReLU neurons ``relu(h) = h``: exact and stable (its lower bound is 0; it never
+  gets a binary), and a ReLU network stays one. Anything else (the raw network input of a skip
+  connection, the output of a layer with other slopes, which may be negative) is carried by
+  identity neurons (``α = 1``): one neuron per value, never a binary.
 
 Only the entries of ``h`` that the shorter branch's value reads are carried.
 """
@@ -50,17 +51,12 @@ def _steps(layers: tuple[Layer, ...]) -> list[Step]:
     return [(a, act.alpha if isinstance(act, Activation) else None) for a, act in pairs]
 
 
-def _carry_slopes(prefix: tuple[Layer, ...], used: Any) -> Slopes:
-    """Slopes of carry neurons for the entries ``used`` of the output of ``prefix``: ReLU
-    (``None``) after a ReLU layer, else 0 where the entry is a ReLU neuron's output and 1
-    (identity) elsewhere, the raw input included."""
-    if not prefix:
-        return np.ones(len(used))
-    last = prefix[-1]
-    if isinstance(last, ReLU):
+def _carry_slopes(prefix: tuple[Layer, ...], width: int) -> Slopes:
+    """Slopes of ``width`` carry neurons for the output of ``prefix``: ReLU (``None``) after a
+    ReLU layer, else identities (the raw input, or a layer with other slopes)."""
+    if prefix and isinstance(prefix[-1], ReLU):
         return None
-    assert isinstance(last, Activation)
-    return np.where(last.alpha[used] == 0.0, 0.0, 1.0)
+    return np.ones(width)
 
 
 def _stack(parts: list[Any], vertical: bool) -> Any:
@@ -78,8 +74,8 @@ def _carried(linear: Any, depth: int, prefix: tuple[Layer, ...]) -> tuple[list[S
     if used.size == 0:
         used = np.array([0])
     pick: Any = sparse.identity(linear.shape[0], format="csr")[used]
-    slopes = _carry_slopes(prefix, used)
     width = pick.shape[0]
+    slopes = _carry_slopes(prefix, width)
     first = Affine(pick, np.zeros(width))
     return [(first, slopes), *((_identity(width), slopes) for _ in range(depth - 1))], linear[used]
 
@@ -103,7 +99,7 @@ def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Step],
     if not own:
         return _carried(linear, depth, prefix[:common])
     width = own[-1][0].out_features
-    slopes = _carry_slopes(prefix, np.arange(width))
+    slopes = _carry_slopes(prefix, width)
     return own + [(_identity(width), slopes) for _ in range(depth - len(own))], linear
 
 
@@ -119,15 +115,16 @@ def _slopes_of(step: Step) -> FloatArray:
     return np.zeros(affine.out_features) if slopes is None else np.asarray(slopes, float)
 
 
-def _shared(affine: Affine, act: Activation, readouts: list[Any]) -> tuple[Affine, Layer, list]:
+def _shared(affine: Affine, act: Activation) -> tuple[Affine, Activation, Any] | None:
     """The layer with each group of equal neurons (same row, bias and slope) kept once, at its
-    first place, and the readouts (rows: the neurons) summed onto the kept neuron."""
+    first place, and the 0/1 matrix ``S`` (kept x all) with ``h_all = S^T h_kept``; ``None``
+    when no two neurons are equal."""
     matrix = affine.matrix
     dense = matrix.toarray() if sparse.issparse(matrix) else np.asarray(matrix)
     table = np.column_stack([dense, affine.bias, act.alpha])
     _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
     if len(first) == len(table):
-        return affine, act, readouts
+        return None
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
@@ -136,9 +133,29 @@ def _shared(affine: Affine, act: Activation, readouts: list[Any]) -> tuple[Affin
         (np.ones(len(table)), (rank[np.asarray(inverse).reshape(-1)], np.arange(len(table)))),
         shape=(len(keep), len(table)),
     )
-    shared = Affine(matrix[keep], affine.bias[keep])
-    summed = [onto @ readout for readout in readouts]
-    return shared, Activation(act.alpha[keep]), [_as_matrix(r) for r in summed]
+    return Affine(matrix[keep], affine.bias[keep]), Activation(act.alpha[keep]), onto
+
+
+def _share_first(merged: list[Layer], common: int, readouts: list[Any]) -> list[Any]:
+    """:func:`_shared` on the first merged layer (``merged[common:common + 2]``), in place;
+    its reader (the next merged affine map, or else the ``readouts``) reads the kept neurons.
+    Returns the readouts."""
+    if len(merged) < common + 2:
+        return readouts
+    affine, act = merged[common], merged[common + 1]
+    if not isinstance(act, Activation):
+        return readouts
+    assert isinstance(affine, Affine)
+    found = _shared(affine, act)
+    if found is None:
+        return readouts
+    merged[common], merged[common + 1], onto = found
+    if len(merged) > common + 2:
+        reader = merged[common + 2]
+        assert isinstance(reader, Affine)
+        merged[common + 2] = Affine(_as_matrix(reader.matrix @ onto.T), reader.bias)
+        return readouts
+    return [_as_matrix(onto @ readout) for readout in readouts]
 
 
 def _as_matrix(matrix: Any) -> Any:
@@ -200,10 +217,7 @@ def _merge(
     rows_a, rows_b = linear_a.shape[0], linear_b.shape[0]
     top = _stack([linear_a, sparse.csr_array((rows_b, linear_a.shape[1]))], vertical=True)
     bottom = _stack([sparse.csr_array((rows_a, linear_b.shape[1])), linear_b], vertical=True)
-    if depth == 1 and isinstance(merged[-1], Activation):
-        affine, act = merged[-2], merged[-1]
-        assert isinstance(affine, Affine)
-        merged[-2], merged[-1], (top, bottom) = _shared(affine, act, [top, bottom])
+    top, bottom = _share_first(merged, common, [top, bottom])
     prefix = tuple(merged)
     return _restated(group_a, prefix, top), _restated(group_b, prefix, bottom)
 
