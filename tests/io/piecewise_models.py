@@ -79,6 +79,20 @@ class SkipFromInput(nn.Module):
         return self.o(x + self.b(torch.relu(self.a(x))))
 
 
+class SkipMaxMin(nn.Module):
+    """``y = O (x + P maxmin(A x))``: a MaxMin block with a skip from the raw input."""
+
+    def __init__(self, d: int, width: int) -> None:
+        super().__init__()
+        self.a, self.p, self.o = nn.Linear(d, width), nn.Linear(width, d), nn.Linear(d, 2)
+
+    def forward(self, x: Any) -> Any:
+        z = self.a(x)
+        odd, even = z[:, ::2], z[:, 1::2]
+        block = torch.cat([torch.maximum(odd, even), torch.minimum(odd, even)], 1)
+        return self.o(x + self.p(block))
+
+
 def leaky_pool(stride: int, image: tuple[int, int], channels: int = 1, kernel: int = 2) -> Any:
     """``Conv2d(1, channels, kernel) -> LeakyReLU(1/8) -> MaxPool2d(2, stride) -> Linear`` on
     an image of size ``image`` (slope 1/8: exact in float32, as ONNX stores it)."""
@@ -114,22 +128,23 @@ def case(kind: str) -> Case:
         "leaky-maxpool-disjoint": lambda: Case(leaky_pool(2, (5, 5)), (1, 1, 5, 5), (16, 8, 4)),
         # 3x3 overlapping 2x2 windows: 12 distinct row pairs, then 9 window maxima
         "leaky-maxpool-overlap": lambda: Case(leaky_pool(1, (5, 5)), (1, 1, 5, 5), (16, 12, 9)),
-        # small ones for the oracle: a 1x1 conv (2 channels) on 2x2, pooled to 2 cells, and
-        # (1 channel) on 2x3, two overlapping windows (4 row pairs, no two alike)
+        # small ones for the oracle: a 1x1 conv on 2x2, one window, and on 2x3, two
+        # overlapping windows (4 row pairs, no two alike)
         "leaky-maxpool-disjoint-small": lambda: Case(
-            leaky_pool(2, (2, 2), 2, 1), (1, 1, 2, 2), (8, 4, 2)
-        ),  # fmt: skip
+            leaky_pool(2, (2, 2), 1, 1), (1, 1, 2, 2), (4, 2, 1)
+        ),
         "leaky-maxpool-overlap-small": lambda: Case(
             leaky_pool(1, (2, 3), 1, 1), (1, 1, 2, 3), (6, 4, 2)
-        ),  # fmt: skip
+        ),
         "prelu": lambda: Case(
             nn.Sequential(nn.Linear(3, 4), nn.PReLU(4, init=0.25), nn.Linear(4, 2)), (1, 3), (4,)
-        ),  # fmt: skip
+        ),
         "leaky": lambda: Case(
             nn.Sequential(nn.Linear(2, 5), nn.LeakyReLU(0.125), nn.Linear(5, 2)), (1, 2), (5,)
-        ),  # fmt: skip
+        ),
         # the input carried by identities: only the ReLUs are kinked
         "skip-from-input": lambda: Case(SkipFromInput(3, 4), (1, 3), (4,)),
+        "skip-maxmin": lambda: Case(SkipMaxMin(3, 4), (1, 3), (2,)),
     }
     found = cases[kind]()
     for parameter in found.module.parameters():  # PReLU slopes of both signs, distinct
@@ -153,6 +168,7 @@ KINDS = (
     "prelu",
     "leaky",
     "skip-from-input",
+    "skip-maxmin",
 )
 
 
