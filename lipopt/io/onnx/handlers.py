@@ -5,6 +5,7 @@ from __future__ import annotations
 from lipopt.io.onnx.context import Handler
 from lipopt.io.onnx.ops_activation import handle_relu
 from lipopt.io.onnx.ops_constant import (
+    handle_cast,
     handle_concat,
     handle_constant,
     handle_gather,
@@ -55,6 +56,7 @@ OP_HANDLERS: dict[str, Handler] = {
     "Add": handle_add,
     "AveragePool": handle_average_pool,
     "BatchNormalization": handle_batchnorm,
+    "Cast": handle_cast,
     "Clip": handle_clip,
     "Concat": handle_concat,
     "Constant": handle_constant,
