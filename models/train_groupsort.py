@@ -110,7 +110,7 @@ def frozen(model: nn.Sequential) -> nn.Sequential:
     plain = network(nn.Linear)
     with torch.no_grad():
         for source, target in zip(model, plain):
-            if isinstance(source, OrthoLinear):
+            if isinstance(source, OrthoLinear) and isinstance(target, nn.Linear):
                 target.weight.copy_(bjorck(source.weight))
                 target.bias.copy_(source.bias)
     return plain.eval()
@@ -125,7 +125,8 @@ def export(model: nn.Module) -> bytes:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.zeros(1, 2),), buffer, opset_version=OPSET, dynamo=False,
+        torch.onnx.export(model, (torch.zeros(1, 2),), buffer,  # type: ignore[arg-type]
+                          opset_version=OPSET, dynamo=False,
                           input_names=["input"], output_names=["logits"],
                           dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})  # fmt: skip
     return buffer.getvalue()

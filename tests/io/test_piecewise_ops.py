@@ -124,15 +124,17 @@ def _ints(name: str, values: Sequence[int]) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
 
 
-def _graph(body: list, inits: list, out_shape: list, opset: int, d: int = 8) -> onnx.ModelProto:
-    """``z = x W + b`` (x of shape (N, d), float64), then ``body`` from ``z`` to ``y``."""
+def _graph(
+    body: list, inits: list, out_shape: list, opset: int, out_type: int = TensorProto.DOUBLE
+) -> onnx.ModelProto:
+    """``z = x W + b`` (x of shape (N, 8), float64), then ``body`` from ``z`` to ``y``."""
     rng = np.random.default_rng(opset + len(body))
     nodes = [helper.make_node("MatMul", ["x", "W"], ["xw"]),
              helper.make_node("Add", ["xw", "b"], ["z"]), *body]  # fmt: skip
-    inits = [_double("W", rng.normal(size=(d, 8))), _double("b", rng.normal(size=8)), *inits]
+    inits = [_double("W", rng.normal(size=(8, 8))), _double("b", rng.normal(size=8)), *inits]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["N", d])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N", *out_shape])], inits,
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["N", 8])],
+        [helper.make_tensor_value_info("y", out_type, ["N", *out_shape])], inits,
     )  # fmt: skip
     opset_id = helper.make_opsetid("", opset)
     model = helper.make_model(graph, opset_imports=[opset_id],
@@ -225,3 +227,35 @@ def test_hand_built_graphs_match_onnxruntime_in_double(name, opset):
     truth = session.run(None, {"x": x})[0].reshape(1000, -1)
     _close(net.forward(x), truth)
     assert sum(kinked(net)) == kinks
+
+
+def test_the_bundled_groupsort_model_imports_as_onnxruntime_runs_it():
+    """``models/moons-groupsort.onnx``: onnxruntime's (float32) output on 1000 points, and two
+    GroupSort-2 layers of 8 comparisons each (16 kinked neurons, the rest identities)."""
+    path = "models/moons-groupsort.onnx"
+    net = load_onnx(path)
+    x = np.random.default_rng(3).uniform(-1.5, 2.5, size=(1000, 2)).astype(np.float32)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    truth = session.run(None, {"input": x})[0]
+    assert np.allclose(net.forward(x.astype(np.float64)), truth, rtol=1e-5, atol=1e-5)
+    assert kinked(net) == (8, 8) and net.hidden_widths == (24, 24)
+
+
+def test_cast_folds_shape_arithmetic_and_refuses_integer_values():
+    """torch's ``width // 2`` on a shape exports Cast: folded on constants; an input-dependent
+    tensor may be cast to a float type only."""
+
+    class Halves(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(2, 4)
+
+        def forward(self, x: Any) -> Any:
+            z = self.a(x)
+            return torch.sort(z.view(-1, z.shape[-1] // 2, 2), dim=-1)[0].view(-1, 4)
+
+    net = load_onnx(export(Halves().eval(), (1, 2), 17, False))
+    assert kinked(net) == (2,)
+    body = [helper.make_node("Cast", ["z"], ["y"], to=TensorProto.INT64, name="cast")]
+    with pytest.raises(OnnxImportError, match=r"'Cast' at node 'cast': casting an input-dep"):
+        load_onnx(_graph(body, [], [8], 17, out_type=TensorProto.INT64))

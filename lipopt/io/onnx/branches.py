@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic
-from lipopt.network import Activation, Affine, Layer, ReLU
+from lipopt.network import Activation, Affine, Layer, ReLU, is_sparse
 
 Slopes = Any  # FloatArray of one slope per neuron, or None for a ReLU layer
 Step = tuple[Affine, Slopes]
@@ -47,8 +47,11 @@ def _common_length(first: tuple[Layer, ...], second: tuple[Layer, ...]) -> int:
 
 def _steps(layers: tuple[Layer, ...]) -> list[Step]:
     """``(Affine, Act)*`` as pairs of the affine map and its slopes (``None``: ReLU)."""
-    pairs = zip(layers[0::2], layers[1::2])
-    return [(a, act.alpha if isinstance(act, Activation) else None) for a, act in pairs]
+    steps: list[Step] = []
+    for affine, act in zip(layers[0::2], layers[1::2]):
+        assert isinstance(affine, Affine)
+        steps.append((affine, act.alpha if isinstance(act, Activation) else None))
+    return steps
 
 
 def _carry_slopes(prefix: tuple[Layer, ...], width: int) -> Slopes:
@@ -120,7 +123,7 @@ def _shared(affine: Affine, act: Activation) -> tuple[Affine, Activation, Any] |
     first place, and the 0/1 matrix ``S`` (kept x all) with ``h_all = S^T h_kept``; ``None``
     when no two neurons are equal."""
     matrix = affine.matrix
-    dense = matrix.toarray() if sparse.issparse(matrix) else np.asarray(matrix)
+    dense = matrix.toarray() if is_sparse(matrix) else np.asarray(matrix)
     table = np.column_stack([dense, affine.bias, act.alpha])
     _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
     if len(first) == len(table):

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
-from lipopt.io.onnx.symbolic import FloatArray, Symbolic, through_activation
+from lipopt.io.onnx.symbolic import Symbolic, through_activation
 
 Terms = tuple[tuple[int, float], ...]
 """A linear form as ``(index, weight)`` pairs: of the input entries, or of the neurons."""
@@ -136,7 +137,7 @@ def merge_exchange(size: int) -> list[list[tuple[int, int]]]:
     return [step for step in passes if step]
 
 
-def sorted_groups(value: Symbolic, groups: FloatArray) -> Symbolic:
+def sorted_groups(value: Symbolic, groups: NDArray[np.integer]) -> Symbolic:
     """``value`` (flat) with the entries of each row of ``groups`` (flat indices, all rows of
     one length) sorted ascending along the row, by :func:`merge_exchange`: a layer per pass,
     one kinked neuron per comparator (``relu(a - b)``, giving both ``max`` and ``min``), every

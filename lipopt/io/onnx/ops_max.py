@@ -90,7 +90,7 @@ def _elementwise(ctx: NodeContext, inputs: list[Value | None], largest: bool) ->
         raise ctx.error(f"shapes {[shape_of(v) for v in parts]} do not broadcast") from None
     if not any(isinstance(v, Symbolic) for v in parts):
         reduce = np.maximum if largest else np.minimum
-        return [reduce.reduce([np.broadcast_to(floats(v), shape) for v in parts])]
+        return [reduce.reduce([np.broadcast_to(floats(np.asarray(v)), shape) for v in parts])]
     aligned = align([v for v in parts if isinstance(v, Symbolic)])
     symbols, base = iter(aligned), aligned[0]
     columns, offsets = [], []
