@@ -185,6 +185,16 @@ def _maxmin_graph(opset: int) -> tuple[onnx.ModelProto, int]:
     return _graph(body, inits, [8], opset), 8
 
 
+def _broadcast_graph(opset: int) -> tuple[onnx.ModelProto, int]:
+    """Min of ``z[0:4]``, ``z[4:5]`` broadcast over it, and a constant row: two comparisons
+    per entry, 8 kinks."""
+    first, i1 = _slice("sa", "z", 0, 4, 1)
+    second, i2 = _slice("sb", "z", 4, 5, 1)
+    body = [*first, *second, helper.make_node("Min", ["sa", "sb", "k"], ["y"])]
+    inits = [*i1, *i2, _ints("one", [1]), _double("k", [[0.5, -0.2, 0.1, 0.0]])]
+    return _graph(body, inits, [4], opset), 8
+
+
 def _abs_graph(opset: int) -> tuple[onnx.ModelProto, int]:
     """``|z[1:7:3]|`` then ReduceMax over it without keepdims, reshaped to a column."""
     picked, inits = _slice("s", "z", 1, 7, 3)
@@ -210,6 +220,7 @@ GRAPHS = {
     "reduce": _reduce_graph,
     "maxmin": _maxmin_graph,
     "abs": _abs_graph,
+    "broadcast": _broadcast_graph,
     "topk-largest": lambda opset: _topk_graph(opset, 1),
     "topk-smallest": lambda opset: _topk_graph(opset, 0),
 }
