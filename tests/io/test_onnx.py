@@ -701,7 +701,7 @@ def test_load_onnx_unsupported_activation_names_op_and_node(op: str) -> None:
         load_onnx(_model(nodes, ["N", 4], inits))
     message = str(info.value)
     assert f"unsupported ONNX op '{op}' at node 'node_3'" in message
-    assert "supported: Add, AveragePool, BatchNormalization" in message
+    assert "supported: Abs, Add, AveragePool, BatchNormalization" in message
 
 
 @pytest.mark.parametrize(
@@ -730,11 +730,16 @@ def test_load_onnx_conv_matches_onnxruntime(attributes: dict) -> None:
     _assert_matches_ort(_model(nodes, [1, 2, 7, 6], inits), (1, 2, 7, 6))
 
 
-def test_load_onnx_maxpool_of_a_signed_tensor_is_rejected() -> None:
-    """Max-pooling is compiled on a Relu's output only; on the raw input it is refused."""
-    nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], name="pool")]
-    with pytest.raises(OnnxImportError, match=r"'MaxPool' at node 'pool': .*output of a Relu"):
-        load_onnx(_model(nodes, ["N", 1, 8, 8]))
+def test_load_onnx_maxpool_of_a_signed_tensor_is_pairwise_with_identity_carries() -> None:
+    """Max-pooling on the raw (signed) input: pairwise maxima ``b + relu(a - b)``, ``b`` an
+    identity neuron; one kinked neuron per comparison (2x2 windows: 3 per window)."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                              name="pool")]  # fmt: skip
+    model = _model(nodes, ["N", 1, 4, 4])
+    _assert_matches_ort(model, (1, 1, 4, 4))
+    net = load_onnx(model)
+    kinked = [int(np.count_nonzero(alpha != 1.0)) for alpha in net.slopes]
+    assert sum(kinked) == 4 * 3
 
 
 def test_load_onnx_final_softmax_is_rejected_with_a_hint() -> None:
@@ -778,7 +783,7 @@ def test_load_onnx_two_outputs_are_rejected() -> None:
 
 
 def test_load_onnx_skip_connection_from_the_input_imports() -> None:
-    """``y = relu(x W) + x``: the skip carries the signed input as ``relu(x) - relu(-x)``."""
+    """``y = relu(x W) + x``: the skip carries the signed input by identity neurons."""
     weight = _rand(4, 4)
     nodes = [
         helper.make_node("Gemm", ["x", "W"], ["h"], name="fc"),
@@ -788,7 +793,8 @@ def test_load_onnx_skip_connection_from_the_input_imports() -> None:
     net = load_onnx(_model(nodes, ["N", 4], [_init("W", weight)]))
     x = np.random.default_rng(0).normal(size=(20, 4))
     assert np.allclose(net.forward(x), np.maximum(x @ weight.astype(np.float64), 0.0) + x)
-    assert net.hidden_widths == (4 + 2 * 4,)
+    assert net.hidden_widths == (4 + 4,)
+    assert np.array_equal(net.slopes[0], [0.0] * 4 + [1.0] * 4)
 
 
 def test_load_onnx_dead_branch_is_ignored() -> None:

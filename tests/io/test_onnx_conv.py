@@ -154,13 +154,19 @@ def test_a_small_cnns_constant_is_the_oracles_on_its_dense_equivalent(tmp_path):
     assert result.status == "optimal" and result.value == pytest.approx(truth, rel=1e-6)
 
 
-def test_max_pooling_of_a_signed_tensor_is_refused_in_one_line(tmp_path):
-    """Max-pooling compiles exactly on a Relu's output only (module ops_piecewise)."""
+def test_max_pooling_of_a_signed_tensor_compiles_with_identity_carries(tmp_path):
+    """Max-pooling of a conv's (signed) output: pairwise ``b + relu(a - b)`` with ``b`` an
+    identity neuron (module ops_max): 3 kinked neurons per 2x2 window, 2 * 3 * 3 windows."""
     module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.MaxPool2d(2), nn.ReLU(), nn.Flatten(),
                            nn.Linear(2 * 3 * 3, 1)).eval()  # fmt: skip
     path = _export(module, torch.randn(1, 1, 8, 8), 17, False, tmp_path / "max.onnx")
-    with pytest.raises(OnnxImportError, match=r"'MaxPool' at node .*output of a Relu"):
-        load_onnx(path)
+    net = load_onnx(path)
+    x = np.random.default_rng(0).normal(size=(20, 64))
+    with torch.no_grad():
+        expected = module.double()(torch.from_numpy(x.reshape(20, 1, 8, 8))).numpy()
+    assert np.allclose(net.forward(x), expected, rtol=1e-9, atol=1e-9)
+    kinked = [int(np.count_nonzero(alpha != 1.0)) for alpha in net.slopes]
+    assert kinked[:2] == [2 * 3 * 3 * 2, 2 * 3 * 3]
 
 
 def test_from_torch_is_the_module_and_leaves_its_mode(tmp_path):

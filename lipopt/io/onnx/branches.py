@@ -2,17 +2,20 @@
 different layer stacks, so they are rewritten to read one stack that runs both side by side.
 
 Say ``a`` reads ``h_A`` after the layers ``P + A`` and ``b`` reads ``h_B`` after ``P + B``,
-where ``P`` is the common part (ending in a ReLU, or empty) with output ``h_P``. The merged
-stack is ``P`` followed by layers that compute ``[h_A; h_B]``:
+where ``P`` is the common part (ending in an activation, or empty) with output ``h_P``. The
+merged stack is ``P`` followed by layers that compute ``[h_A; h_B]``:
 
 - the first merged layer reads ``h_P`` for both branches (the two first affine maps stacked);
-- later layers are block diagonal, one block per branch;
-- the shorter branch is padded with *carry* neurons ``relu(h) = h``. What is carried is a ReLU
-  output (``h >= 0``), so a carry neuron is exact and stable (its lower bound is 0; it never
-  gets a binary). Only when the shorter branch is the raw network input (a skip connection from
-  the input, whose sign is unknown) is it carried as ``x = relu(x) - relu(-x)``, two neurons
-  that share one kink (exact; where x changes sign on the domain they cost binaries, and the
-  lower-dimensional patterns they allow at ``x = 0`` are cut by the pattern check).
+  where it has non-ReLU neurons, neurons that both branches compute alike (the same row, bias
+  and slope: ``max(a, b)`` and ``min(a, b)`` share ``relu(a - b)``) are kept once, and what
+  read them reads the one kept;
+- later layers are block diagonal, one block per branch; each merged activation layer is the
+  two branches' slopes side by side (a :class:`ReLU` when both are);
+- the shorter branch is padded with *carry* neurons. The output of a ReLU layer (``h >= 0``)
+  is carried by ReLU neurons ``relu(h) = h``: exact and stable (its lower bound is 0; it never
+  gets a binary), and a ReLU network stays one. Anything else (the raw network input of a skip
+  connection, the output of a layer with other slopes, which may be negative) is carried by
+  identity neurons (``α = 1``): one neuron per value, never a binary.
 
 Only the entries of ``h`` that the shorter branch's value reads are carried.
 """
@@ -25,23 +28,38 @@ import numpy as np
 from scipy import sparse
 
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic
-from lipopt.network import Affine, Layer, ReLU
+from lipopt.network import Activation, Affine, Layer, ReLU, is_sparse
+
+Slopes = Any  # FloatArray of one slope per neuron, or None for a ReLU layer
+Step = tuple[Affine, Slopes]
+"""One merged-to-be layer of a branch: its affine map and the slopes of the activation after."""
 
 
 def _common_length(first: tuple[Layer, ...], second: tuple[Layer, ...]) -> int:
-    """How many leading layers the two stacks share (the same affine objects)."""
+    """How many leading layers the two stacks share (the same affine and activation objects)."""
     count = 0
     for one, other in zip(first, second):
-        if isinstance(one, Affine) and one is not other:
-            break
-        if isinstance(one, ReLU) != isinstance(other, ReLU):
+        if not (isinstance(one, ReLU) and isinstance(other, ReLU)) and one is not other:
             break
         count += 1
-    return count - count % 2  # the common part ends after a ReLU
+    return count - count % 2  # the common part ends after an activation
 
 
-def _affines(layers: tuple[Layer, ...]) -> list[Affine]:
-    return [layer for layer in layers if isinstance(layer, Affine)]
+def _steps(layers: tuple[Layer, ...]) -> list[Step]:
+    """``(Affine, Act)*`` as pairs of the affine map and its slopes (``None``: ReLU)."""
+    steps: list[Step] = []
+    for affine, act in zip(layers[0::2], layers[1::2]):
+        assert isinstance(affine, Affine)
+        steps.append((affine, act.alpha if isinstance(act, Activation) else None))
+    return steps
+
+
+def _carry_slopes(prefix: tuple[Layer, ...], width: int) -> Slopes:
+    """Slopes of ``width`` carry neurons for the output of ``prefix``: ReLU (``None``) after a
+    ReLU layer, else identities (the raw input, or a layer with other slopes)."""
+    if prefix and isinstance(prefix[-1], ReLU):
+        return None
+    return np.ones(width)
 
 
 def _stack(parts: list[Any], vertical: bool) -> Any:
@@ -51,21 +69,18 @@ def _stack(parts: list[Any], vertical: bool) -> Any:
     return (np.vstack if vertical else np.hstack)(parts)
 
 
-def _carried(linear: Any, depth: int, signed: bool) -> tuple[list[Affine], Any]:
-    """``depth`` carry layers for the entries of ``h`` that ``linear`` (rows: the entries of
-    ``h``) reads, and ``linear`` restated on the carried outputs."""
+def _carried(linear: Any, depth: int, prefix: tuple[Layer, ...]) -> tuple[list[Step], Any]:
+    """``depth`` carry layers for the entries of ``h`` (the output of ``prefix``) that
+    ``linear`` (rows: the entries of ``h``) reads, and ``linear`` restated on the carried
+    outputs (module docstring: ReLU carries of ReLU outputs, identity carries of the rest)."""
     used = np.flatnonzero(np.asarray(abs(linear).sum(axis=1)).reshape(-1) > 0.0)
     if used.size == 0:
         used = np.array([0])
     pick: Any = sparse.identity(linear.shape[0], format="csr")[used]
-    readout = linear[used]
-    if signed:  # x = relu(x) - relu(-x)
-        pick = _stack([pick, -pick], vertical=True)
-        readout = _stack([readout, -readout], vertical=True)
     width = pick.shape[0]
+    slopes = _carry_slopes(prefix, width)
     first = Affine(pick, np.zeros(width))
-    rest = [_identity(width) for _ in range(depth - 1)]
-    return [first, *rest], readout
+    return [(first, slopes), *((_identity(width), slopes) for _ in range(depth - 1))], linear[used]
 
 
 def _identity(width: int) -> Affine:
@@ -77,15 +92,77 @@ def _flat_linear(group: list[Symbolic]) -> Any:
     return _stack([value.flat_linear() for value in group], vertical=False)
 
 
-def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Affine], Any]:
-    """The group's branch after the common part, as ``depth`` affine maps (each followed by a
-    ReLU), and the group's linear maps (side by side) from their output."""
-    own = _affines(group[0].prefix[common:])
+def _padded(group: list[Symbolic], common: int, depth: int) -> tuple[list[Step], Any]:
+    """The group's branch after the common part, as ``depth`` steps (an affine map and the
+    slopes of the activation after it), and the group's linear maps (side by side) from their
+    output."""
+    prefix = group[0].prefix
+    own = _steps(prefix[common:])
     linear = _flat_linear(group)
     if not own:
-        return _carried(linear, depth, signed=common == 0)
-    width = own[-1].out_features
-    return own + [_identity(width) for _ in range(depth - len(own))], linear
+        return _carried(linear, depth, prefix[:common])
+    width = own[-1][0].out_features
+    slopes = _carry_slopes(prefix, width)
+    return own + [(_identity(width), slopes) for _ in range(depth - len(own))], linear
+
+
+def _activation(first: Step, second: Step) -> Layer:
+    """The activation after two steps side by side: ReLU when both are, else their slopes."""
+    if first[1] is None and second[1] is None:
+        return ReLU()
+    return Activation(np.concatenate([_slopes_of(first), _slopes_of(second)]))
+
+
+def _slopes_of(step: Step) -> FloatArray:
+    affine, slopes = step
+    return np.zeros(affine.out_features) if slopes is None else np.asarray(slopes, float)
+
+
+def _shared(affine: Affine, act: Activation) -> tuple[Affine, Activation, Any] | None:
+    """The layer with each group of equal neurons (same row, bias and slope) kept once, at its
+    first place, and the 0/1 matrix ``S`` (kept x all) with ``h_all = S^T h_kept``; ``None``
+    when no two neurons are equal."""
+    matrix = affine.matrix
+    dense = matrix.toarray() if is_sparse(matrix) else np.asarray(matrix)
+    table = np.column_stack([dense, affine.bias, act.alpha])
+    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    if len(first) == len(table):
+        return None
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    keep = first[order]
+    onto = sparse.csr_array(
+        (np.ones(len(table)), (rank[np.asarray(inverse).reshape(-1)], np.arange(len(table)))),
+        shape=(len(keep), len(table)),
+    )
+    return Affine(matrix[keep], affine.bias[keep]), Activation(act.alpha[keep]), onto
+
+
+def _share_first(merged: list[Layer], common: int, readouts: list[Any]) -> list[Any]:
+    """:func:`_shared` on the first merged layer (``merged[common:common + 2]``), in place;
+    its reader (the next merged affine map, or else the ``readouts``) reads the kept neurons.
+    Returns the readouts."""
+    if len(merged) < common + 2:
+        return readouts
+    affine, act = merged[common], merged[common + 1]
+    if not isinstance(act, Activation):
+        return readouts
+    assert isinstance(affine, Affine)
+    found = _shared(affine, act)
+    if found is None:
+        return readouts
+    merged[common], merged[common + 1], onto = found
+    if len(merged) > common + 2:
+        reader = merged[common + 2]
+        assert isinstance(reader, Affine)
+        merged[common + 2] = Affine(_as_matrix(reader.matrix @ onto.T), reader.bias)
+        return readouts
+    return [_as_matrix(onto @ readout) for readout in readouts]
+
+
+def _as_matrix(matrix: Any) -> Any:
+    return sparse.csr_array(matrix) if sparse.issparse(matrix) else np.asarray(matrix)
 
 
 def _block_diagonal(first: Affine, second: Affine, shared_input: bool) -> Affine:
@@ -134,14 +211,16 @@ def _merge(
     first, second = group_a[0], group_b[0]
     common = _common_length(first.prefix, second.prefix)
     depth = (max(len(first.prefix), len(second.prefix)) - common) // 2
-    maps_a, linear_a = _padded(group_a, common, depth)
-    maps_b, linear_b = _padded(group_b, common, depth)
+    steps_a, linear_a = _padded(group_a, common, depth)
+    steps_b, linear_b = _padded(group_b, common, depth)
     merged: list[Layer] = list(first.prefix[:common])
-    for index, (one, other) in enumerate(zip(maps_a, maps_b)):
-        merged += [_block_diagonal(one, other, shared_input=index == 0), ReLU()]
+    for index, (one, other) in enumerate(zip(steps_a, steps_b)):
+        merged += [_block_diagonal(one[0], other[0], shared_input=index == 0),
+                   _activation(one, other)]  # fmt: skip
     rows_a, rows_b = linear_a.shape[0], linear_b.shape[0]
     top = _stack([linear_a, sparse.csr_array((rows_b, linear_a.shape[1]))], vertical=True)
     bottom = _stack([sparse.csr_array((rows_a, linear_b.shape[1])), linear_b], vertical=True)
+    top, bottom = _share_first(merged, common, [top, bottom])
     prefix = tuple(merged)
     return _restated(group_a, prefix, top), _restated(group_b, prefix, bottom)
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class OnnxImportError(ValueError):
-    """The ONNX model cannot be read, or is not a chain of affine maps and ReLUs."""
+    """The ONNX model cannot be read, or is not a chain of affine maps and activations."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class NodeContext:
     index: int
     opset: int
     input_batch: int | None  # declared fixed batch size of the graph input, if any
+    consumed: frozenset[str] = frozenset()  # tensors some node or the graph output reads
 
     @property
     def label(self) -> str:

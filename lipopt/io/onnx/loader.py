@@ -26,8 +26,10 @@ MIN_OPSET = 11
 #: the newest opset whose definitions of the ops in OP_HANDLERS were read for this importer:
 #: from 21 to 25 Constant, Flatten, Identity, Reshape, Shape, Squeeze and Unsqueeze changed
 #: their type lists only (4-bit and 8-bit float and integer types), and no other handled op
-#: changed at all. A model of a newer opset (up to the newest the installed ``onnx`` knows,
-#: :func:`max_opset`) is read where each of its ops is still defined as in this one.
+#: changed at all, save for type lists again: ReduceMax/ReduceMin at 20 (booleans), TopK at 24,
+#: Cast at 19 to 28 (new float types, ``saturate`` for float8 only). A model of a newer opset
+#: (up to the newest the installed ``onnx`` knows, :func:`max_opset`) is read where each of its
+#: ops is still defined as in this one.
 REVIEWED_OPSET = 28
 
 
@@ -222,7 +224,7 @@ def _run_node(ctx: NodeContext, values: dict[str, Value]) -> None:
     """Convert one node with its handler and store its outputs in ``values``."""
     outputs = OP_HANDLERS[ctx.node.op_type](ctx, _node_inputs(ctx, values))
     produced = list(ctx.node.output)
-    if any(produced[len(outputs) :]):
+    if any(name in ctx.consumed for name in produced[len(outputs) :]):
         raise ctx.error(f"only {len(outputs)} output(s) supported, node has {produced}")
     for name, value in zip(produced, outputs, strict=False):
         if name:
@@ -230,7 +232,7 @@ def _run_node(ctx: NodeContext, values: dict[str, Value]) -> None:
 
 
 def _network(result: Value | None, output_name: str) -> Network:
-    """The layers before the output and its pending affine map: ``Affine (ReLU Affine)*``."""
+    """The layers before the output and its pending affine map: ``Affine (Act Affine)*``."""
     if not isinstance(result, Symbolic):
         raise OnnxImportError(f"the graph output {output_name!r} does not depend on the input")
     try:
@@ -250,7 +252,7 @@ def sample_shape(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tu
 
 
 def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Network:
-    """Read an ONNX model of a feed-forward ReLU network into a :class:`Network`.
+    """Read an ONNX model of a feed-forward piecewise-linear network into a :class:`Network`.
 
     Args:
         source: a path to an ``.onnx`` file, the serialised model as bytes, or an
@@ -259,7 +261,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
     Returns:
         The network ``f`` of one sample: ``f(x) = vec(graph(reshape(x, input_shape)))`` with the
         batch dimension (the leading dimension of a rank >= 2 input) of size 1, in canonical
-        form ``Affine (ReLU Affine)*``.
+        form ``Affine (Act Affine)*`` (each activation a ReLU, or per-neuron slopes).
 
     Raises:
         OnnxImportError: the file is missing or not a valid ONNX model, the opset is outside
@@ -281,7 +283,8 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> Netwo
     values[graph_input.name] = symbol
     output_name = graph.output[0].name
     nodes = _sorted_nodes(graph, set(values))
-    contexts = [NodeContext(node, i, opset, batch) for i, node in enumerate(nodes)]
+    consumed = frozenset({name for node in nodes for name in node.input} | {output_name})
+    contexts = [NodeContext(node, i, opset, batch, consumed) for i, node in enumerate(nodes)]
     for ctx in contexts:
         if ctx.node.domain not in _DEFAULT_DOMAINS or ctx.node.op_type not in OP_HANDLERS:
             raise _unsupported(ctx)

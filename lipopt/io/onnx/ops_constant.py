@@ -1,6 +1,6 @@
-"""Constants and shape arithmetic: ``Constant``, ``Shape``, ``Gather``, ``Concat`` (which also joins
-branches). Their results
-are numpy arrays (``Shape`` of an input-dependent tensor reads its shape, batch size 1)."""
+"""Constants and shape arithmetic: ``Constant``, ``Shape``, ``Gather``, ``Cast``, ``Concat``
+(which also joins branches). Their results are numpy arrays (``Shape`` of an input-dependent
+tensor reads its shape, batch size 1)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,20 @@ def handle_shape(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
     start = int(ctx.attr("start", 0)) if ctx.opset >= 15 else 0
     end = ctx.attr("end") if ctx.opset >= 15 else None
     return [shape[start : None if end is None else int(end)]]
+
+
+def handle_cast(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = X`` in type ``to``: shape arithmetic on constants (torch's exports of ``//`` on a
+    shape); an input-dependent tensor only to a float type (the value is unchanged)."""
+    from onnx import helper
+
+    x = require(ctx, inputs, 0, "input")
+    target = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.attr("to"))))
+    if not isinstance(x, Symbolic):
+        return [np.asarray(x).astype(target)]
+    if not np.issubdtype(target, np.floating):
+        raise ctx.error(f"casting an input-dependent tensor to {target} is not piecewise linear")
+    return [x]
 
 
 def handle_gather(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:

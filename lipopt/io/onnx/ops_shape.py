@@ -1,6 +1,7 @@
 """Reshapes that keep the values in C order: ``Identity``, ``Flatten``, ``Reshape``,
-``Squeeze``, ``Unsqueeze``. An input-dependent tensor may only be flattened to ``(1, n)`` or
-``(n,)``, or have unit axes added or removed; its map ``L h + c`` is only reshaped."""
+``Squeeze``, ``Unsqueeze``, ``Transpose``, and the selection ``Slice``. An input-dependent
+tensor may only be flattened to ``(1, n)`` or ``(n,)``, or have unit axes added or removed; its
+map ``L h + c`` is only reshaped, or (``Transpose``, ``Slice``) its columns picked."""
 
 from __future__ import annotations
 
@@ -162,3 +163,55 @@ def handle_transpose(ctx: NodeContext, inputs: list[Value | None]) -> list[Value
         return [x.with_map(sparse.csr_array(x.flat_linear()[:, order]), offset, batched)]
     linear = np.transpose(x.full_linear(), [0, *(p + 1 for p in perm)])
     return [x.with_map(linear, offset, batched)]
+
+
+def _slice_range(start: int, end: int, step: int, size: int) -> range:
+    """ONNX Slice's positions along one axis: negative starts/ends count from the end, then
+    both are clamped (to ``[0, size]`` for a positive step, ``[-1, size - 1]`` for a negative
+    one)."""
+    start, end = (v + size if v < 0 else v for v in (start, end))
+    if step > 0:
+        return range(min(max(start, 0), size), min(max(end, 0), size), step)
+    return range(min(max(start, -1), size - 1), min(max(end, -1), size - 1), step)
+
+
+def _slice_spec(
+    ctx: NodeContext, inputs: list[Value | None], shape: tuple[int, ...]
+) -> list[range]:
+    """Per axis, the positions a Slice keeps (constant starts, ends, axes and steps)."""
+    starts, ends = (
+        [int(v) for v in constant(ctx, require(ctx, inputs, i, n), n).reshape(-1)]
+        for i, n in ((1, "starts"), (2, "ends"))
+    )
+    given = [inputs[i] if len(inputs) > i else None for i in (3, 4)]
+    axes = list(range(len(starts))) if given[0] is None else [
+        int(a) for a in constant(ctx, given[0], "axes").reshape(-1)]  # fmt: skip
+    steps = [1] * len(starts) if given[1] is None else [
+        int(s) for s in constant(ctx, given[1], "steps").reshape(-1)]  # fmt: skip
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error("starts, ends, axes and steps differ in length")
+    rank = len(shape)
+    spec = [range(size) for size in shape]
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if not -rank <= axis < rank or step == 0:
+            raise ctx.error(f"axis {axis} (rank {rank}) or step {step} is invalid")
+        spec[axis % rank] = _slice_range(start, end, step, shape[axis % rank])
+    return spec
+
+
+def handle_slice(ctx: NodeContext, inputs: list[Value | None]) -> list[Value]:
+    """``Y = X[starts:ends:steps]`` along ``axes`` (constants; opset 10 on): a selection of
+    entries, linear: ``L[:, picked] h + c[picked]``. For an input-dependent X the batch axis
+    is kept whole."""
+    x = require(ctx, inputs, 0, "data")
+    shape = tuple(shape_of(x))
+    spec = _slice_spec(ctx, inputs, shape)
+    picks = np.ix_(*[np.array(r, dtype=np.int64) for r in spec])
+    index = np.arange(prod(shape)).reshape(shape)[picks]
+    if not isinstance(x, Symbolic):
+        return [np.asarray(x).reshape(-1)[index.reshape(-1)].reshape(index.shape)]
+    if x.batched and list(spec[0]) != [0]:
+        raise ctx.error("slicing along the batch axis is not supported")
+    if index.size == 0:
+        raise ctx.error("the slice is empty")
+    return [x.select(index, batched=x.batched)]

@@ -1,7 +1,9 @@
 """Input-dependent tensors as pending affine maps: ``value = reshape(h @ linear, shape) + offset``.
 
-``h`` is the flat output of the layers built so far (the network input, or the last ReLU's
-output). Affine ops only change ``linear`` and ``offset``; a ReLU closes the map into layers.
+``h`` is the flat output of the layers built so far (the network input, or the last
+activation's output). Affine ops only change ``linear`` and ``offset``; an activation (a ReLU, or
+the per-neuron two-piece ``h = α z + (1 - α) relu(z)`` of :mod:`lipopt.activation`) closes the
+map into layers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from lipopt.network import Affine, Layer, ReLU, is_sparse
+from lipopt.network import Activation, Affine, Layer, ReLU, is_sparse
 
 Array = NDArray[Any]
 FloatArray = NDArray[np.float64]
@@ -26,9 +28,10 @@ class Symbolic:
     """A tensor that depends on the network input: ``reshape(h @ linear, shape) + offset``.
 
     ``h`` (length ``width``) is the output of ``prefix`` (the input itself when ``prefix`` is
-    empty; otherwise ``prefix`` ends with a ReLU). ``linear`` has shape ``(width, *shape)``, or
-    is a scipy sparse matrix of shape ``(width, prod(shape))`` (the same map flattened in C
-    order: what convolutions and pooling make, kept sparse); ``None`` stands for the identity
+    empty; otherwise ``prefix`` ends with an activation layer). ``linear`` has shape
+    ``(width, *shape)``, or is a scipy sparse matrix of shape ``(width, prod(shape))`` (the
+    same map flattened in C order: what convolutions and pooling make, kept sparse); ``None``
+    stands for the identity
     (``h`` reshaped to ``shape``), which saves forming large identity matrices. ``batched``
     records that axis 0 is still the (size 1) batch axis.
     """
@@ -82,6 +85,17 @@ class Symbolic:
             linear = linear.reshape((self.width, *shape))
         return self.with_map(linear, self.offset.reshape(shape), batched)
 
+    def select(self, index: NDArray[np.integer], batched: bool) -> Symbolic:
+        """The entries at the flat (C order) positions ``index``, shaped like ``index``: a
+        selection (slices, gathers, reorders), linear: ``L[:, index] h + c[index]``."""
+        flat = np.asarray(index, dtype=np.int64).reshape(-1)
+        offset = self.offset.reshape(-1)[flat].reshape(np.shape(index))
+        picked = self.flat_linear()[:, flat]
+        if sparse.issparse(picked):
+            return self.with_map(sparse.csr_array(picked), offset, batched)
+        return self.with_map(np.asarray(picked).reshape((self.width, *offset.shape)), offset,
+                             batched)  # fmt: skip
+
     def affine(self) -> Affine:
         """The pending affine map ``h -> vec(value)`` as a layer."""
         if self.linear is None or sparse.issparse(self.linear):
@@ -94,9 +108,43 @@ class Symbolic:
         is_identity = self.linear is None and not np.any(self.offset)
         if is_identity and self.prefix and isinstance(self.prefix[-1], ReLU):
             return self  # relu(relu(z)) = relu(z)
-        prefix = (*self.prefix, self.affine(), ReLU())
+        return self.activate(None)
+
+    def activate(self, alpha: FloatArray | None) -> Symbolic:
+        """``α z + (1 - α) relu(z)`` entry by entry for the slopes ``alpha`` (one per entry, C
+        order; ``None`` or all zero: a :class:`ReLU` layer): close the pending affine map with
+        an Affine and the activation layer."""
+        act: Layer = ReLU() if alpha is None or not np.any(alpha) else Activation(alpha)
+        prefix = (*self.prefix, self.affine(), act)
         width = prod(self.shape)
         return Symbolic(prefix, width, None, np.zeros(self.shape), self.batched)
+
+
+def through_activation(
+    x: Symbolic,
+    pre: tuple[FloatArray, FloatArray],
+    alpha: FloatArray | None,
+    post: tuple[FloatArray, FloatArray],
+    shape: tuple[int, ...],
+) -> Symbolic:
+    """``value = P act(A vec(x) + a) + p``, reshaped to ``shape``, for ``pre = (A, a)`` (A of
+    shape (k, n), n the entries of x), ``act`` the per-neuron ``α z + (1 - α) relu(z)`` with
+    ``alpha`` (k slopes; ``None`` or all zero: ReLU) and ``post = (P, p)`` (P of shape
+    (prod(shape), k)): one activation layer of k neurons. Every piecewise-linear op here is one
+    or more of these. ``A`` and ``P`` may be scipy sparse matrices, and the maps then stay
+    sparse."""
+    weights, shift = pre
+    product = x.flat_linear() @ weights.T  # sparse where both are
+    linear = sparse.csr_array(product) if sparse.issparse(product) else np.asarray(product)
+    neurons = x.with_map(linear, weights @ x.offset.reshape(-1) + shift, batched=False)
+    hidden = neurons.relu() if alpha is None or not np.any(alpha) else neurons.activate(alpha)
+    mix, offset = post
+    count = int(mix.shape[1])
+    if sparse.issparse(mix):
+        mixed: FloatArray | sparse.csr_array = sparse.csr_array(mix.T)
+    else:
+        mixed = mix.T.reshape((count, *shape))
+    return hidden.with_map(mixed, np.asarray(offset, float).reshape(shape), x.batched)
 
 
 def through_relus(
@@ -105,22 +153,8 @@ def through_relus(
     post: tuple[FloatArray, FloatArray],
     shape: tuple[int, ...],
 ) -> Symbolic:
-    """``value = P relu(A vec(x) + a) + p``, reshaped to ``shape``, for ``pre = (A, a)`` (A of
-    shape (k, n), n the entries of x) and ``post = (P, p)`` (P of shape (prod(shape), k)): one
-    ReLU layer of k neurons. Every piecewise-linear op here is one or more of these. ``A`` and
-    ``P`` may be scipy sparse matrices, and the maps then stay sparse."""
-    weights, shift = pre
-    product = x.flat_linear() @ weights.T  # sparse where both are
-    linear = sparse.csr_array(product) if sparse.issparse(product) else np.asarray(product)
-    neurons = x.with_map(linear, weights @ x.offset.reshape(-1) + shift, batched=False)
-    hidden = neurons.relu()
-    mix, offset = post
-    count = int(mix.shape[1])
-    if sparse.issparse(mix):
-        mixed: FloatArray | sparse.csr_array = sparse.csr_array(mix.T)
-    else:
-        mixed = mix.T.reshape((count, *shape))
-    return hidden.with_map(mixed, np.asarray(offset, float).reshape(shape), x.batched)
+    """:func:`through_activation` with ReLU neurons only: ``P relu(A vec(x) + a) + p``."""
+    return through_activation(x, pre, None, post, shape)
 
 
 Value = Union[Array, Symbolic]
