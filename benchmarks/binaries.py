@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/binaries.py --before ../before   # -> results/binaries.md
 
 Builds small torch models whose ONNX graphs use LeakyReLU, PReLU, a skip from the input,
-|z|, MaxMin / GroupSort and LeakyReLU -> MaxPool (seeded; TorchScript exporter, opset 17),
+|z|, Clip, MaxMin / GroupSort and LeakyReLU -> MaxPool (seeded; TorchScript exporter, opset 17),
 plus the bundled ReLU models, and solves each with ``lipopt solve FILE --json`` in a fresh
 process, once with this checkout and once with ``--before`` (alternating, so both see the same
 machine). Per row: status, value, binaries of the model as built, unstable neurons, wall
@@ -77,11 +77,13 @@ def _torch_models() -> dict[str, tuple[Any, tuple[int, ...]]]:
     )
     prelu = nn.Sequential(nn.Linear(6, 12), nn.PReLU(12, 0.2), nn.Linear(12, 2))
     absolute = nn.Sequential(nn.Linear(4, 10), AbsLayer(), nn.Linear(10, 2))
+    clip = nn.Sequential(nn.Linear(4, 10), nn.Hardtanh(), nn.Linear(10, 2))
     return {
         "LeakyReLU [4,8,8,2]": (leaky, (1, 4)),
         "PReLU [6,12,2]": (prelu, (1, 6)),
         "skip from input [6,12,6,2]": (Skip(12), (1, 6)),
         "|z| [4,10,2]": (absolute, (1, 4)),
+        "Clip (hard-tanh) [4,10,2]": (clip, (1, 4)),
         "MaxMin [4,12,12,2]": (MaxMin(), (1, 4)),
         "conv-LeakyReLU-MaxPool 6x6": (LeakyPool(), (1, 1, 6, 6)),
     }
