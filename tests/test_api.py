@@ -8,6 +8,7 @@ import pytest
 import lipopt
 
 PUBLIC = {
+    "Activation",
     "Affine",
     "Box",
     "Disjunction",
