@@ -23,6 +23,7 @@ from lipopt.search.activation_bab import activation_bab
 from lipopt.search.kinds import activation_lines
 from lipopt.search.regions import search_regions
 from lipopt.verify import Dimension, check_region
+from tests.oracle import brute_force_lipschitz, from_lipopt
 
 attack = importlib.import_module("lipopt.heuristics.attack")
 climb = importlib.import_module("lipopt.heuristics.climb")
@@ -80,10 +81,11 @@ def _norm(g: np.ndarray, norm: str) -> np.ndarray:
 
 
 def _grid(domain, d: int) -> np.ndarray:
-    """A fine grid of the domain's bounding box (20 001 points for one input, 401² for two),
-    kept where it lies in the domain (checked here from the ball's definition)."""
+    """A fine grid of the domain's bounding box (20 001 points for one input, 401² for two,
+    61³ for three), kept where it lies in the domain (checked here from its definition)."""
     lower, upper = domain.bounding_box()
-    axes = [np.linspace(lo, hi, 20_001 if d == 1 else 401) for lo, hi in zip(lower, upper)]
+    count = {1: 20_001, 2: 401}.get(d, 61)
+    axes = [np.linspace(lo, hi, count) for lo, hi in zip(lower, upper)]
     points = np.stack(np.meshgrid(*axes), axis=-1).reshape(-1, d)
     if isinstance(domain, (L1Ball, L2Ball)):
         order = 1 if isinstance(domain, L1Ball) else 2
@@ -94,11 +96,12 @@ def _grid(domain, d: int) -> np.ndarray:
     return points
 
 
-def _case(seed: int, domain_kind: str):
-    """A random α network with 1-2 inputs and 1-2 hidden layers of 1-4 neurons, and a domain."""
+def _case(seed: int, domain_kind: str, inputs: tuple[int, int] = (1, 3), widest: int = 5):
+    """A random α network with 1-2 inputs (``inputs``: the range) and 1-2 hidden layers of 1-4
+    neurons (``widest``: the bound above), and a domain."""
     rng = np.random.default_rng(1000 + seed)
-    d = int(rng.integers(1, 3))
-    dims = [d, *(int(w) for w in rng.integers(1, 5, size=int(rng.integers(1, 3)))), 1]
+    d = int(rng.integers(*inputs))
+    dims = [d, *(int(w) for w in rng.integers(1, widest, size=int(rng.integers(1, 3)))), 1]
     layers, slopes = _weights(seed, dims)
     center = rng.uniform(-0.5, 0.5, d)
     domain = {
@@ -137,6 +140,20 @@ def test_region_search_on_slopes_equals_grid(seed, domain_kind, norm):
     net = _network(layers, slopes)
     result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
     assert "regions" in result.model_stats and result.model_stats["binaries"] == 0
+    _check_answer(result, layers, slopes, domain, c, norm, exact=True)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1", "l2"])
+@pytest.mark.parametrize("domain_kind", ["box", "polytope"])
+@pytest.mark.parametrize("seed", range(10))
+def test_region_search_on_slopes_equals_oracle(seed, domain_kind, norm):
+    """2-3 inputs, up to 7 neurons a layer: exact against the oracle's region enumeration."""
+    layers, slopes, domain, c = _case(50 + seed, domain_kind, inputs=(2, 4), widest=8)
+    net = _network(layers, slopes)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
+    assert result.status == "optimal" and result.exact_certified
+    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     _check_answer(result, layers, slopes, domain, c, norm, exact=True)
 
 
