@@ -11,6 +11,7 @@ is the reported lower bound, and an upper bound equal to that attained value is 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ from lipopt.activation import Activation
 from lipopt.bounds.interval import interval_bounds
 from lipopt.kinks import is_differentiable_at, is_inside_a_region
 from lipopt.search.activation_bab import activation_bab
-from lipopt.search.kinds import activation_lines
+from lipopt.search.activation_rules import branch_neuron
+from lipopt.search.kinds import activation_lines, identity_active, unstable_count
 from lipopt.search.regions import search_regions
 from lipopt.verify import Dimension, check_region
 from tests.oracle import brute_force_lipschitz, from_lipopt
@@ -200,6 +202,26 @@ def test_identity_network_is_never_split(seed):
     truth = float(np.abs(_product(layers, c)).max())
     assert found.upper == pytest.approx(truth, rel=1e-9)
     assert found.lower == pytest.approx(truth, rel=1e-9)
+
+
+@pytest.mark.parametrize("rule", ["score", "layer"])
+def test_identity_neurons_are_never_branched_on(rule):
+    """Bounds that leave identity neurons UNSTABLE (built without the slopes): the branching
+    rule still picks only neurons with a kink, the counts skip them, and with only identity
+    neurons left there is nothing to split."""
+    w1 = np.array([[3.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    layers = [(w1, np.zeros(3)), (np.array([[5.0, 1.0, 1.0]]), np.zeros(1))]
+    box, c = Box(-np.ones(2), np.ones(2)), np.ones(1)
+    net = _network(layers, [np.array([1.0, 0.1, -1.0])])
+    bounds = replace(interval_bounds(net, box, c), slopes=None)  # states: all three UNSTABLE
+    assert branch_neuron(bounds, rule) == (0, 0)  # blind to the slopes: the identity scores 15
+    assert branch_neuron(bounds, rule, net.slopes) == (0, 1)  # 2 against |z|'s 1
+    assert unstable_count(net, bounds.states) == 2
+    assert identity_active(net, bounds.states)[0].tolist() == [1, 2, 2]
+    only = _network(layers, [np.array([1.0, 1.0, 1.0])])
+    with pytest.raises(ValueError, match="no unstable neuron"):
+        branch_neuron(bounds, rule, only.slopes)
+    assert unstable_count(only, bounds.states) == 0
 
 
 def test_identity_neurons_beside_stable_ones_are_one_region():
