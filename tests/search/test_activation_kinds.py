@@ -347,3 +347,19 @@ def test_balancing_keeps_the_slopes():
     assert np.array_equal(scaled.slopes[0], slopes[0])
     x = np.random.default_rng(0).uniform(-1.0, 1.0, (50, 2))
     assert np.array_equal(scaled.forward(x), net.forward(x))
+
+
+# ------------------------------------------------------------------ against the oracle, larger
+@pytest.mark.parametrize("domain_kind, norm", [("l1", "l1"), ("l2", "l2"), ("box", "linf")])
+@pytest.mark.parametrize("seed", range(3))
+def test_activation_bab_on_slopes_equals_oracle(seed, domain_kind, norm):
+    """3 inputs, hidden layers of 10 and 8 neurons (200-400 regions): the activation branch and
+    bound, with the MIP on its small parts, closes on the oracle's value."""
+    layers, slopes = _weights(200 + seed, [3, 10, 8, 1])
+    net, c = _network(layers, slopes), np.ones(1)
+    domain = {"l1": L1Ball, "l2": L2Ball}.get(domain_kind, LinfBall)(np.zeros(3), 1.0)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    result = lipschitz(net, domain, norm, c, bab=True, time_limit=120)
+    assert result.status == "optimal" and result.exact_certified
+    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    _check_answer(result, layers, slopes, domain, c, norm, exact=True)
