@@ -40,7 +40,8 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     start = time.perf_counter()
     net_bounds = propagate(query.network, box, c, method=node.bounds)
     bound_seconds = time.perf_counter() - start
-    hidden = sum(query.network.hidden_widths)
+    # the neurons with a kink (an identity neuron never is unstable, nor makes regions)
+    hidden = int(sum(np.count_nonzero(alpha != 1.0) for alpha in query.network.slopes))
     unstable = net_bounds.unstable_count
     looks_hard = bool(hidden) and unstable >= policy.auto_region_unstable_share * hidden
     left = None if limit is None else limit - bound_seconds

@@ -11,6 +11,7 @@ is the reported lower bound, and an upper bound equal to that attained value is 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,9 +21,11 @@ from lipopt.activation import Activation
 from lipopt.bounds.interval import interval_bounds
 from lipopt.kinks import is_differentiable_at, is_inside_a_region
 from lipopt.search.activation_bab import activation_bab
-from lipopt.search.kinds import activation_lines
+from lipopt.search.activation_rules import branch_neuron
+from lipopt.search.kinds import activation_lines, identity_active, unstable_count
 from lipopt.search.regions import search_regions
 from lipopt.verify import Dimension, check_region
+from tests.oracle import brute_force_lipschitz, from_lipopt
 
 attack = importlib.import_module("lipopt.heuristics.attack")
 climb = importlib.import_module("lipopt.heuristics.climb")
@@ -80,10 +83,11 @@ def _norm(g: np.ndarray, norm: str) -> np.ndarray:
 
 
 def _grid(domain, d: int) -> np.ndarray:
-    """A fine grid of the domain's bounding box (20 001 points for one input, 401² for two),
-    kept where it lies in the domain (checked here from the ball's definition)."""
+    """A fine grid of the domain's bounding box (20 001 points for one input, 401² for two,
+    61³ for three), kept where it lies in the domain (checked here from its definition)."""
     lower, upper = domain.bounding_box()
-    axes = [np.linspace(lo, hi, 20_001 if d == 1 else 401) for lo, hi in zip(lower, upper)]
+    count = {1: 20_001, 2: 401}.get(d, 61)
+    axes = [np.linspace(lo, hi, count) for lo, hi in zip(lower, upper)]
     points = np.stack(np.meshgrid(*axes), axis=-1).reshape(-1, d)
     if isinstance(domain, (L1Ball, L2Ball)):
         order = 1 if isinstance(domain, L1Ball) else 2
@@ -94,11 +98,12 @@ def _grid(domain, d: int) -> np.ndarray:
     return points
 
 
-def _case(seed: int, domain_kind: str):
-    """A random α network with 1-2 inputs and 1-2 hidden layers of 1-4 neurons, and a domain."""
+def _case(seed: int, domain_kind: str, inputs: tuple[int, int] = (1, 3), widest: int = 5):
+    """A random α network with 1-2 inputs (``inputs``: the range) and 1-2 hidden layers of 1-4
+    neurons (``widest``: the bound above), and a domain."""
     rng = np.random.default_rng(1000 + seed)
-    d = int(rng.integers(1, 3))
-    dims = [d, *(int(w) for w in rng.integers(1, 5, size=int(rng.integers(1, 3)))), 1]
+    d = int(rng.integers(*inputs))
+    dims = [d, *(int(w) for w in rng.integers(1, widest, size=int(rng.integers(1, 3)))), 1]
     layers, slopes = _weights(seed, dims)
     center = rng.uniform(-0.5, 0.5, d)
     domain = {
@@ -137,6 +142,20 @@ def test_region_search_on_slopes_equals_grid(seed, domain_kind, norm):
     net = _network(layers, slopes)
     result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
     assert "regions" in result.model_stats and result.model_stats["binaries"] == 0
+    _check_answer(result, layers, slopes, domain, c, norm, exact=True)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1", "l2"])
+@pytest.mark.parametrize("domain_kind", ["box", "polytope"])
+@pytest.mark.parametrize("seed", range(10))
+def test_region_search_on_slopes_equals_oracle(seed, domain_kind, norm):
+    """2-3 inputs, up to 7 neurons a layer: exact against the oracle's region enumeration."""
+    layers, slopes, domain, c = _case(50 + seed, domain_kind, inputs=(2, 4), widest=8)
+    net = _network(layers, slopes)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
+    assert result.status == "optimal" and result.exact_certified
+    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     _check_answer(result, layers, slopes, domain, c, norm, exact=True)
 
 
@@ -183,6 +202,26 @@ def test_identity_network_is_never_split(seed):
     truth = float(np.abs(_product(layers, c)).max())
     assert found.upper == pytest.approx(truth, rel=1e-9)
     assert found.lower == pytest.approx(truth, rel=1e-9)
+
+
+@pytest.mark.parametrize("rule", ["score", "layer"])
+def test_identity_neurons_are_never_branched_on(rule):
+    """Bounds that leave identity neurons UNSTABLE (built without the slopes): the branching
+    rule still picks only neurons with a kink, the counts skip them, and with only identity
+    neurons left there is nothing to split."""
+    w1 = np.array([[3.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    layers = [(w1, np.zeros(3)), (np.array([[5.0, 1.0, 1.0]]), np.zeros(1))]
+    box, c = Box(-np.ones(2), np.ones(2)), np.ones(1)
+    net = _network(layers, [np.array([1.0, 0.1, -1.0])])
+    bounds = replace(interval_bounds(net, box, c), slopes=None)  # states: all three UNSTABLE
+    assert branch_neuron(bounds, rule) == (0, 0)  # blind to the slopes: the identity scores 15
+    assert branch_neuron(bounds, rule, net.slopes) == (0, 1)  # 2 against |z|'s 1
+    assert unstable_count(net, bounds.states) == 2
+    assert identity_active(net, bounds.states)[0].tolist() == [1, 2, 2]
+    only = _network(layers, [np.array([1.0, 1.0, 1.0])])
+    with pytest.raises(ValueError, match="no unstable neuron"):
+        branch_neuron(bounds, rule, only.slopes)
+    assert unstable_count(only, bounds.states) == 0
 
 
 def test_identity_neurons_beside_stable_ones_are_one_region():
@@ -308,3 +347,19 @@ def test_balancing_keeps_the_slopes():
     assert np.array_equal(scaled.slopes[0], slopes[0])
     x = np.random.default_rng(0).uniform(-1.0, 1.0, (50, 2))
     assert np.array_equal(scaled.forward(x), net.forward(x))
+
+
+# ------------------------------------------------------------------ against the oracle, larger
+@pytest.mark.parametrize("domain_kind, norm", [("l1", "l1"), ("l2", "l2"), ("box", "linf")])
+@pytest.mark.parametrize("seed", range(3))
+def test_activation_bab_on_slopes_equals_oracle(seed, domain_kind, norm):
+    """3 inputs, hidden layers of 10 and 8 neurons (200-400 regions): the activation branch and
+    bound, with the MIP on its small parts, closes on the oracle's value."""
+    layers, slopes = _weights(200 + seed, [3, 10, 8, 1])
+    net, c = _network(layers, slopes), np.ones(1)
+    domain = {"l1": L1Ball, "l2": L2Ball}.get(domain_kind, LinfBall)(np.zeros(3), 1.0)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    result = lipschitz(net, domain, norm, c, bab=True, time_limit=120)
+    assert result.status == "optimal" and result.exact_certified
+    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    _check_answer(result, layers, slopes, domain, c, norm, exact=True)
