@@ -14,7 +14,7 @@ exact range over ``D`` (:func:`first_layer_bounds`), layer ``k >= 1`` by :func:`
 the ranges of the layers below. As soon as layer ``k`` is computed, each split neuron of it is
 clipped: active ``l = max(l, 0)``, inactive ``u = min(u, 0)``. Soundness, by induction on ``k``:
 if ``[l_j, u_j]`` contains ``z_j(x)`` for every ``x ∈ D_S`` and ``j < k``, then the relaxation
-lines of :func:`relu_relaxation` built from them hold at every ``x ∈ D_S``, so the
+lines of :func:`activation_relaxation` built from them hold at every ``x ∈ D_S``, so the
 back-substituted affine function ``Λ x + c`` bounds ``z_k(x)`` at every ``x ∈ D_S``; its maximum
 over ``D ⊇ D_S`` bounds it too (a bound over a superset). The interval step from the clipped
 layer ``k - 1`` is sound on ``D_S`` by the same argument. On ``D_S`` a split active neuron has
@@ -33,6 +33,13 @@ exists: ``D_S = ∅`` and :func:`split_bounds` returns None. A crossing within t
 pattern of a differentiable point of ``D_S`` is one of them. Its reference is the interval
 backward pass with the same states, intersected with the parent's backward bounds (sound: the
 parent allows every pattern the child allows).
+
+**Two-piece activations** ``h = α z + (1 - α) relu(z)``: a split is on the sign of ``z``, so a
+neuron split active has ``h = z`` (``s = y``) and one split inactive ``h = α z`` (``s = α y``) on
+``D_S``; :func:`linear_layer` and :func:`backward_linear` read the slopes, the states come from
+:func:`network_states` (an identity neuron is ACTIVE whatever its split). The shortcut "a row with
+no negative weight or bias has ``z >= 0``" needs ``h >= 0`` below, so it is taken only where the
+layer below has ``h``'s range in ``[0, ∞)`` (always for ReLU).
 """
 
 from __future__ import annotations
@@ -48,9 +55,11 @@ from lipopt.bounds.interval import (
     _nonnegative_rows,
     assembled,
     backward_interval,
-    classify,
     first_layer_bounds,
+    hidden_range,
+    network_states,
     seed_bounds,
+    slopes_of,
 )
 from lipopt.bounds.linear import backward_linear, linear_layer
 from lipopt.domain import Domain
@@ -126,8 +135,10 @@ def split_forward(
             computed = _meet(first_layer_bounds(affines[0], domain), ref)
         else:
             computed = _meet(linear_layer(network, domain, k, lowers, uppers), ref)
-            lo = np.where(_nonnegative_rows(affines[k]), np.maximum(computed[0], 0.0), computed[0])
-            computed = (lo, computed[1])  # sums of relu outputs with no negative weight: z >= 0
+            if np.all(hidden_range(network, k - 1, lowers[-1], uppers[-1])[0] >= 0.0):
+                # sums of non-negative outputs with no negative weight: z >= 0
+                rows = _nonnegative_rows(affines[k])
+                computed = (np.where(rows, np.maximum(computed[0], 0.0), computed[0]), computed[1])
         clipped = _clip(computed[0], computed[1], grouped[k])
         if clipped is None:
             return None
@@ -159,6 +170,7 @@ def _backward_reference(
         input_grad_lower=in_lo,
         input_grad_upper=np.maximum(in_hi, in_lo),
         method="interval",
+        slopes=slopes_of(network),
     )
 
 
@@ -180,10 +192,10 @@ def split_bounds(
     if forward is None:
         return None
     pre_lower, pre_upper = forward
-    states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper, strict=True)]
+    states = network_states(network, pre_lower, pre_upper)
     ref = _backward_reference(network, states, seed, reference)
     backward = backward_linear(network, states, seed, ref)
-    return assembled((pre_lower, pre_upper), backward, "linear-split")
+    return assembled((pre_lower, pre_upper), backward, "linear-split", slopes_of(network))
 
 
 __all__ = ["EMPTY_SLACK", "Neuron", "Splits", "split_bounds", "split_forward"]

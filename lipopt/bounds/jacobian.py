@@ -29,6 +29,16 @@ both values of ``a``; take ``[l', u'] = [min(ly, 0), max(uy, 0)] ⊇ [ly, uy]``.
 :func:`lipopt.bounds.relaxation.switch_relaxation`. Stable neurons are exact (``s = y``,
 ``s = 0``).
 
+**Two-piece activations** ``h = α z + (1 - α) relu(z)`` (:mod:`lipopt.activation`). The switch
+is ``s = D y`` with ``D = 1`` on an ACTIVE neuron (every identity neuron), ``D = α`` on an
+INACTIVE one and, on an UNSTABLE one, ``D = α + (1 - α) a`` with ``a ∈ {0, 1}`` free, so
+``D ∈ [min(α, 1), max(α, 1)]`` once relaxed. Write ``s = α y + (1 - α) t`` with ``t = a y``: ``t``
+is the ReLU switch above, so ``L_t <= t <= U_t`` on ``[l', u']`` for every ``a``, and a
+coefficient ``c`` on ``s`` splits into ``c α`` on ``y`` (exact) and ``c (1 - α)`` on ``t``, which
+takes ``U`` where it is ``>= 0`` and ``L`` where ``< 0`` (each term only grows; the sign of
+``1 - α`` decides, so ``α > 1`` simply swaps the lines). Every step of the argument holds for
+every ``a``, so for every reachable pattern; ``α = 0`` is the ReLU case (and takes its code).
+
 **Back-substitution.** ``λ·g = (W_0 λ)·s_0``; a coefficient ``≥ 0`` on ``s_k`` takes ``U``, one
 ``< 0`` takes ``L`` (each term only grows), ``y_k = W_{k+1}^T s_{k+1}`` is substituted exactly, and
 at the top ``Λ·w`` is maximised exactly over the seed set (``Λ·c``, or the support function of an
@@ -53,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
+from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed, slopes_of
 from lipopt.bounds.jacobian_slopes import SlopeProblem, Thetas, search_slopes
 from lipopt.bounds.linear import _outward, _seed_range, linear_bounds
 from lipopt.domain import Domain
@@ -101,6 +111,7 @@ def slope_problem(
 ) -> SlopeProblem:
     """The arrays the back-substitution reads, from the bounds and the norm."""
     states = bounds.states
+    slopes = slopes_of(network)  # the network's, even if the bounds were built without them
     return SlopeProblem(
         matrices=tuple(a.matrix for a in network.affine_layers),
         unstable=tuple((s == NeuronState.UNSTABLE).astype(np.float64) for s in states),
@@ -111,6 +122,7 @@ def slope_problem(
         g_low=np.asarray(bounds.input_grad_lower, dtype=np.float64),
         g_up=np.asarray(bounds.input_grad_upper, dtype=np.float64),
         seed=seed,
+        slopes=slopes,
     )
 
 
@@ -169,11 +181,20 @@ def back_substitute(problem: SlopeProblem, thetas: Thetas) -> FloatArray:
         low, up = problem.low[k], problem.up[k]
         up_shift = unstable * np.maximum(-t_up * low, (1.0 - t_up) * up)
         low_shift = unstable * np.minimum((1.0 - t_low) * low, -t_low * up)
-        pos, neg = np.maximum(coeffs, 0.0), np.minimum(coeffs, 0.0)
+        alpha = problem.layer_slopes(k)
+        if alpha is None:  # ReLU: s = a y, the coefficient on s is the one on t
+            direct, pos, neg = None, np.maximum(coeffs, 0.0), np.minimum(coeffs, 0.0)
+        else:  # s = α y + (1 - α) t (exact: 1 active, α inactive)
+            direct = coeffs * np.where(active > 0.0, 1.0, alpha)
+            on_t = coeffs * (unstable * (1.0 - alpha))
+            pos, neg = np.maximum(on_t, 0.0), np.minimum(on_t, 0.0)
         shift = shift + (pos * up_shift).sum(axis=1) + (neg * low_shift).sum(axis=1)
         magnitude = magnitude + (pos * np.abs(up_shift)).sum(axis=1)
         magnitude = magnitude - (neg * np.abs(low_shift)).sum(axis=1)
-        relaxed = pos * (active + unstable * t_up) + neg * (active + unstable * t_low)
+        if direct is None:
+            relaxed = pos * (active + unstable * t_up) + neg * (active + unstable * t_low)
+        else:
+            relaxed = direct + pos * (unstable * t_up) + neg * (unstable * t_low)
         coeffs = np.asarray(relaxed @ problem.matrices[k + 1].T)
     _, hi, size = _seed_range(coeffs, problem.seed)
     return _outward(hi + shift, magnitude + size)

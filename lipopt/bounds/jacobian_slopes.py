@@ -7,6 +7,8 @@ their proofs are in :mod:`lipopt.bounds.jacobian`):
 * an unstable switch on ``[l', u'] = [min(ly, 0), max(uy, 0)]``: the upper line of slope ``θ``
   and shift ``max(-θ l', (1 - θ) u')``, the lower line of slope ``θ`` and shift
   ``min((1 - θ) l', -θ u')``;
+* the switch of a two-piece activation, ``s = α y + (1 - α) t``, uses the lines of ``t`` above
+  on its part ``(1 - α) t`` (:mod:`lipopt.bounds.jacobian`); its ``α y`` part is exact;
 * a convex term ``φ(g_j)`` of the objective on ``[l_j, u_j]``: slope
   ``λ = lo + θ (hi - lo)`` with ``[lo, hi]`` the subgradients of φ at the ends, shift
   ``max(φ(l) - λ l, φ(u) - λ u)``.
@@ -43,6 +45,7 @@ class SlopeProblem:
         kind: the convex term ``"abs"`` or ``"square"``, or ``None`` for the rows ``±e_j``.
         g_low, g_up: bounds on the input gradient ``g``.
         seed: the output weighting ``c`` or an output norm.
+        slopes: ``α`` per hidden layer, or None for a ReLU network.
     """
 
     matrices: tuple[Any, ...]
@@ -54,6 +57,13 @@ class SlopeProblem:
     g_low: FloatArray
     g_up: FloatArray
     seed: Any
+    slopes: tuple[FloatArray, ...] | None = None
+
+    def layer_slopes(self, layer: int) -> FloatArray | None:
+        """``α`` of hidden layer ``layer``, or None when it is all ReLU (the ReLU code)."""
+        if self.slopes is None or not np.any(self.slopes[layer]):
+            return None
+        return self.slopes[layer]
 
 
 #: the parameters of one search: per hidden layer (θ_up, θ_low), then θ of the objective's terms
@@ -124,9 +134,18 @@ def _bound(problem: SlopeProblem, params: Sequence[Any], ops: tuple[Any, ...], t
         up_shift = unstable * torch.maximum(-t_up * low, (1.0 - t_up) * up)
         low_slope = active + unstable * t_low
         low_shift = unstable * torch.minimum((1.0 - t_low) * low, -t_low * up)
-        pos, neg = torch.clamp(coeffs, min=0.0), torch.clamp(coeffs, max=0.0)
+        alpha = problem.layer_slopes(k)
+        if alpha is None:
+            pos, neg = torch.clamp(coeffs, min=0.0), torch.clamp(coeffs, max=0.0)
+            relaxed = pos * up_slope + neg * low_slope
+        else:  # s = α y + (1 - α) t: the lines on t's part, α y exact
+            a = torch.as_tensor(np.array(alpha))  # a writable copy
+            on_t = coeffs * (unstable * (1.0 - a))
+            pos, neg = torch.clamp(on_t, min=0.0), torch.clamp(on_t, max=0.0)
+            direct = coeffs * torch.where(active > 0.0, torch.ones_like(a), a)
+            relaxed = direct + pos * (unstable * t_up) + neg * (unstable * t_low)
         shift = shift + (pos * up_shift).sum(dim=1) + (neg * low_shift).sum(dim=1)
-        coeffs = products[k + 1](pos * up_slope + neg * low_slope)
+        coeffs = products[k + 1](relaxed)
     return support(coeffs) + shift
 
 

@@ -50,6 +50,18 @@ independent (a sum of intervals), the back-substitution keeps their shared depen
 upper layers (an interval of a sum); it is again intersected with the interval step from the
 tightened layer above, so it is never looser than :func:`lipopt.bounds.interval.backward_interval`.
 
+**Two-piece activations** ``h = α z + (1 - α) relu(z)`` (:mod:`lipopt.activation`). Forward:
+an unstable neuron's lines are ``α z + (1 - α) L`` and ``α z + (1 - α) U`` for the ReLU lines
+``L <= relu(z) <= U`` above (swapped when ``α > 1``): for ``α <= 1`` the chord of the convex ``h``
+through ``(l, α l)``, ``(u, u)`` above and ``s z``, ``s ∈ {α, 1}``, below; stable neurons are
+exact, ``h = z`` (ACTIVE, which includes every identity neuron) or ``h = α z`` (INACTIVE); the
+interval step reads ``h``'s exact range (:func:`lipopt.bounds.interval.hidden_range`).
+Backward: ``s = D y = α y + (1 - α) a y``; with the switch lines ``L(y) <= a y <= U(y)`` above,
+``α y + (1 - α) L <= s <= α y + (1 - α) U`` (swapped when ``α > 1``), i.e. the chords of
+``max(y, α y)`` and ``min(y, α y)``; ``s = y`` active, ``s = α y`` inactive
+(:mod:`lipopt.bounds.relaxation`). Every line holds for both values of ``a``, so the argument
+above goes through unchanged. A layer with every ``α = 0`` runs the ReLU code.
+
 **Rounding.** Each linear bound (before the intersection) is widened outward by ``1e-12`` times the
 magnitude of the terms it sums plus ``1e-10 (1 + |bound|)`` (the interval pass's own outward
 rounding), so that floating-point error in the back-substitution can neither make a neuron look
@@ -71,13 +83,22 @@ from lipopt.bounds.interval import (
     _switch,
     assembled,
     backward_interval,
-    classify,
     first_layer_bounds,
     forward_interval,
+    hidden_range,
     interval_bounds,
+    network_states,
     seed_bounds,
+    slopes_of,
 )
-from lipopt.bounds.relaxation import _relax_upper, relu_relaxation, switch_relaxation
+from lipopt.bounds.relaxation import (
+    Lines,
+    _relax_upper,
+    activation_relaxation,
+    layer_slopes,
+    relu_relaxation,
+    switch_relaxation,
+)
 from lipopt.domain import (
     Box,
     Disjunction,
@@ -174,7 +195,7 @@ def _forward_layer(
     network: Network,
     domain: Domain,
     k: int,
-    relaxations: Sequence[tuple[FloatArray, FloatArray, FloatArray]],
+    relaxations: Sequence[Lines],
 ) -> tuple[FloatArray, FloatArray]:
     """Linear bounds on ``z_k`` (hidden layer ``k >= 1``) by back-substitution to the input."""
     affines = network.affine_layers
@@ -185,10 +206,8 @@ def _forward_layer(
         shift = sign * bias
         magnitude = np.abs(bias).copy()
         for j in range(k - 1, -1, -1):
-            up_slope, up_shift, low_slope = relaxations[j]
-            coeffs, extra, size = _relax_upper(
-                coeffs, (up_slope, up_shift), (low_slope, np.zeros_like(low_slope))
-            )
+            up_slope, up_shift, low_slope, low_shift = relaxations[j]
+            coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
             shift = shift + extra
             magnitude = magnitude + size
             inner = affines[j]
@@ -215,9 +234,11 @@ def linear_layer(
     """
     affine = network.affine_layers[k]
     step = _affine_interval(
-        affine.matrix, affine.bias, np.maximum(lowers[k - 1], 0.0), np.maximum(uppers[k - 1], 0.0)
+        affine.matrix, affine.bias, *hidden_range(network, k - 1, lowers[k - 1], uppers[k - 1])
     )
-    relaxations = [relu_relaxation(lo, hi) for lo, hi in zip(lowers[:k], uppers[:k], strict=True)]
+    relaxations = [
+        activation_relaxation(lowers[j], uppers[j], layer_slopes(network, j)) for j in range(k)
+    ]
     return intersect(step, _forward_layer(network, domain, k, relaxations))
 
 
@@ -256,7 +277,7 @@ def _backward_layer(
     network: Network,
     seed: Seed,
     k: int,
-    relaxations: dict[int, tuple[FloatArray, FloatArray, FloatArray, FloatArray]],
+    relaxations: dict[int, Lines],
 ) -> tuple[FloatArray, FloatArray]:
     """Linear bounds on ``y_{k-1} = W_k^T s_k`` (``y_{-1} = ∇f``) by back-substitution to ``w``.
 
@@ -295,7 +316,7 @@ def input_gradient_linear(
     interval pass's) instead of re-tightening every layer as :func:`backward_linear` does:
     cheaper, and as tight for ``∇f`` when the ``y_k`` bounds are not improved on the way."""
     relaxations = {
-        k: switch_relaxation(states[k], grad_lower[k], grad_upper[k])
+        k: switch_relaxation(states[k], grad_lower[k], grad_upper[k], layer_slopes(network, k))
         for k in range(len(network.affine_layers) - 1)
     }
     return _backward_layer(network, seed, 0, relaxations)
@@ -326,13 +347,13 @@ def backward_linear(
     plain_hi = [*ref_hi, ref_in_hi]
     grad_lo: list[FloatArray] = []
     grad_hi: list[FloatArray] = []
-    relaxations: dict[int, tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = {}
+    relaxations: dict[int, Lines] = {}
     for k in range(top - 1, -1, -1):
         grad_lo.append(y_lo)
         grad_hi.append(y_hi)
-        state = states[k]
-        relaxations[k] = switch_relaxation(state, y_lo, y_hi)
-        s_lo, s_hi = _switch(state, y_lo, y_hi)
+        state, alpha = states[k], layer_slopes(network, k)
+        relaxations[k] = switch_relaxation(state, y_lo, y_hi, alpha)
+        s_lo, s_hi = _switch(state, y_lo, y_hi, alpha)
         step = _affine_interval(affines[k].matrix.T, np.zeros(affines[k].in_features), s_lo, s_hi)
         step = intersect(step, (plain_lo[k - 1], plain_hi[k - 1]))
         y_lo, y_hi = intersect(step, _backward_layer(network, seed, k, relaxations))
@@ -345,12 +366,13 @@ def linear_bounds(network: Network, domain: Domain, seed: Seed) -> NetworkBounds
     """Linear forward and backward bounds, elementwise inside :func:`interval_bounds`'s."""
     plain = interval_bounds(network, domain, seed)
     pre_lower, pre_upper = forward_linear(network, domain, (plain.pre_lower, plain.pre_upper))
-    states = [classify(lo, hi) for lo, hi in zip(pre_lower, pre_upper, strict=True)]
+    states = network_states(network, pre_lower, pre_upper)
     backward = backward_linear(network, states, seed, plain)
-    return assembled((pre_lower, pre_upper), backward, "linear")
+    return assembled((pre_lower, pre_upper), backward, "linear", slopes_of(network))
 
 
 __all__ = [
+    "activation_relaxation",
     "backward_linear",
     "linear_layer",
     "forward_linear",

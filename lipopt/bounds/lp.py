@@ -19,6 +19,17 @@ bounds (CROWN picks one of the two lower lines; the LP keeps both). A neuron who
 others get smaller big-M constants. Layer ``k``'s new bounds enter ``R_{k+1}``, and layer ``k+1``
 is first re-bounded by :func:`lipopt.bounds.linear.linear_layer` from them.
 
+**Two-piece activations** ``h = α z + (1 - α) relu(z)``: an ACTIVE neuron (``l >= 0``, or
+``α = 1``) has ``h = z``, an INACTIVE one ``h = α z``; an unstable one gets the convex hull of
+``h``'s graph over ``[l, u]``, for ``α <= 1`` (``h = max(z, α z)`` convex)
+
+    h >= z,   h >= α z,   h <= λ (z - l) + α l,   λ = (u - α l) / (u - l)
+
+(the chord through ``(l, α l)`` and ``(u, u)``), and for ``α > 1`` (concave) the same three
+inequalities reversed. ``h``'s column bounds are its exact range
+(:func:`lipopt.activation.value_range`). Only neurons that are UNSTABLE in this sense (never an
+identity neuron) get LPs. A layer with every ``α = 0`` is built as above.
+
 **Safe LP bounds** (Neumaier & Shcherbina 2004). The LP solver's optimal value carries its
 tolerances, so it is not used as the bound. Instead, for ``min c·v`` s.t. ``r_lo <= A v <= r_hi``,
 ``v_lo <= v <= v_hi`` (all column bounds finite here) and *any* row multipliers ``y`` (the
@@ -40,15 +51,20 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.activation import value_range
 from lipopt.bounds.domain_lp import DomainLP
 from lipopt.bounds.interval import (
     NetworkBounds,
     NeuronState,
     Seed,
+    assembled,
     classify,
     interval_bounds,
+    network_states,
+    slopes_of,
 )
 from lipopt.bounds.linear import backward_linear, forward_linear, intersect, linear_layer
+from lipopt.bounds.relaxation import layer_slopes
 from lipopt.domain import Domain
 from lipopt.network import Network
 
@@ -69,8 +85,13 @@ class _Relaxation(DomainLP):
         bias: FloatArray,
         lower: FloatArray,
         upper: FloatArray,
+        alpha: FloatArray | None = None,
     ) -> NDArray[np.intp]:
-        """Columns ``h = relu(W v[previous] + b)`` relaxed with bounds ``[l, u]`` on the input."""
+        """Columns ``h = relu(W v[previous] + b)`` relaxed with bounds ``[l, u]`` on the input;
+        with slopes ``alpha`` (not all zero), ``h = α z + (1 - α) relu(z)``
+        (:meth:`add_activation`)."""
+        if alpha is not None and np.any(alpha):
+            return self.add_activation(previous, (weight, bias), lower, upper, alpha)
         state = classify(lower, upper)
         h = self.add_columns(np.maximum(lower, 0.0), np.maximum(upper, 0.0))
         n = bias.size
@@ -91,6 +112,40 @@ class _Relaxation(DomainLP):
             np.full(b_u.size, -np.inf),
             lam * (b_u - lower[unstable]),
         )
+        return h
+
+    def add_activation(
+        self,
+        previous: NDArray[np.intp],
+        affine: tuple[FloatArray, FloatArray],
+        lower: FloatArray,
+        upper: FloatArray,
+        alpha: FloatArray,
+    ) -> NDArray[np.intp]:
+        """Columns ``h = α z + (1 - α) relu(z)``, ``z = W v[previous] + b ∈ [l, u]``: ``h = z``
+        (ACTIVE), ``h = α z`` (INACTIVE), else the hull of the module docstring, written
+        ``σ (h - c z) >= σ c b`` for ``c ∈ {1, α}`` and ``σ (h - λ z) <= σ (λ (b - l) + α l)``
+        with ``σ = 1`` where ``α <= 1``, ``-1`` where ``α > 1``."""
+        weight, bias = affine
+        state = classify(lower, upper, alpha)
+        h = self.add_columns(*value_range(alpha, lower, upper))
+        eye = np.eye(bias.size)
+        for fixed, slope in ((NeuronState.ACTIVE, 1.0), (NeuronState.INACTIVE, alpha)):
+            rows = state == fixed  # h - c W v = c b
+            c = np.broadcast_to(slope, bias.shape)[rows]
+            lhs = c * bias[rows]
+            self.add_rows(h, eye[rows], previous, -c[:, None] * weight[rows], lhs, lhs)
+        rows = state == NeuronState.UNSTABLE
+        lo, hi, a, b_u = lower[rows], upper[rows], alpha[rows], bias[rows]
+        sign = np.where(a <= 1.0, 1.0, -1.0)[:, None]
+        free = np.full(b_u.size, np.inf)
+        for c in (np.ones_like(a), a):  # σ (h - c z) >= σ c b
+            coeff = sign * (-c[:, None] * weight[rows])
+            self.add_rows(h, sign * eye[rows], previous, coeff, sign[:, 0] * c * b_u, free)
+        lam = (hi - a * lo) / (hi - lo)
+        chord = sign[:, 0] * (lam * (b_u - lo) + a * lo)
+        coeff = sign * (-lam[:, None] * weight[rows])
+        self.add_rows(h, sign * eye[rows], previous, coeff, -free, chord)
         return h
 
 
@@ -121,12 +176,18 @@ def tighten(
     for k in range(1, len(affines) - 1):
         before = affines[k - 1]
         previous = relaxation.add_layer(
-            previous, before.weight, before.bias, lowers[k - 1], uppers[k - 1]
+            previous,
+            before.weight,
+            before.bias,
+            lowers[k - 1],
+            uppers[k - 1],
+            layer_slopes(network, k - 1),
         )
         lo, hi = intersect((lowers[k], uppers[k]), linear_layer(network, domain, k, lowers, uppers))
         weight, bias = affines[k].weight, affines[k].bias
-        unstable_before = int(np.count_nonzero((lo < 0) & (hi > 0)))
-        for i in np.flatnonzero((lo < 0) & (hi > 0)):
+        kinked = network.slopes[k] != 1.0  # an identity neuron never needs a binary
+        unstable_before = int(np.count_nonzero((lo < 0) & (hi > 0) & kinked))
+        for i in np.flatnonzero((lo < 0) & (hi > 0) & kinked):
             cost = np.zeros(relaxation.n_cols)
             cost[previous] = weight[i]
             low = relaxation.minimum(cost, deadline)
@@ -143,7 +204,7 @@ def tighten(
                 break
         hi = np.maximum(hi, lo)
         lowers[k], uppers[k] = lo, hi
-        stats["stabilised"] += unstable_before - int(np.count_nonzero((lo < 0) & (hi > 0)))
+        stats["stabilised"] += unstable_before - int(np.count_nonzero((lo < 0) & (hi > 0) & kinked))
     stats["seconds"] = time.perf_counter() - start
     return lowers, uppers, stats
 
@@ -159,17 +220,9 @@ def lp_bounds(
     plain = interval_bounds(network, domain, seed)
     lowers, uppers = forward_linear(network, domain, (plain.pre_lower, plain.pre_upper))
     lowers, uppers, _ = tighten(network, domain, lowers, uppers, time_budget)
-    states = [classify(lo, hi) for lo, hi in zip(lowers, uppers, strict=True)]
-    grad_lo, grad_hi, in_lo, in_hi = backward_linear(network, states, seed, plain)
-    return NetworkBounds(
-        pre_lower=tuple(lowers),
-        pre_upper=tuple(uppers),
-        grad_lower=tuple(grad_lo),
-        grad_upper=tuple(grad_hi),
-        input_grad_lower=in_lo,
-        input_grad_upper=in_hi,
-        method="lp",
-    )
+    states = network_states(network, lowers, uppers)
+    backward = backward_linear(network, states, seed, plain)
+    return assembled((lowers, uppers), backward, "lp", slopes_of(network))
 
 
 __all__ = ["TIME_BUDGET", "lp_bounds", "tighten"]

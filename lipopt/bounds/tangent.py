@@ -19,6 +19,13 @@ for every direction ``v`` in the unit ball ``V`` of the input norm α (ℓ∞: t
   them back to ``v`` leaves an affine function ``Λ v + μ`` whose maximum over ``V`` is exact
   (``||Λ_i||_1`` on the box, ``max_j |Λ_ij|`` on the ℓ1 ball). The result is intersected with
   the interval step and rounded outward as the other bound passes are.
+
+Two-piece activations ``h = α z + (1 - α) relu(z)``: the tangent switch is ``d = D t`` with
+``D = 1`` (ACTIVE, every identity neuron), ``α`` (INACTIVE) or ``D ∈ {α, 1}`` (UNSTABLE), the
+backward switch's rule applied forward: ``d`` lies in the hull of ``[l, u]`` and ``α [l, u]``
+(:func:`lipopt.activation.switch_range`) and between the lines of
+:func:`lipopt.bounds.relaxation.switch_relaxation` with the slopes. ``states`` must come from
+:func:`lipopt.bounds.interval.network_states` (or :attr:`NetworkBounds.states`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from lipopt.bounds.linear import (
     intersect,
     switch_relaxation,
 )
+from lipopt.bounds.relaxation import layer_slopes
 from lipopt.domain import Box, Domain, L1Ball
 from lipopt.network import Affine, Network
 from lipopt.norms import InputNorm
@@ -131,14 +139,15 @@ def tangent_bounds(
         if k == 0:
             lo, hi = first_layer_bounds(Affine(weight, np.zeros(weight.shape[0])), ball)
         else:
-            d_lo, d_hi = _switch(states[k - 1], lowers[-1], uppers[-1])
+            alpha = layer_slopes(network, k - 1)
+            d_lo, d_hi = _switch(states[k - 1], lowers[-1], uppers[-1], alpha)
             step = _affine_interval(weight, np.zeros(weight.shape[0]), d_lo, d_hi)
             lo, hi = intersect(step, _linear_step(network, ball, k, relaxations))
             if refine is not None:
                 lo, hi = intersect((lo, hi), refine(k, lowers, uppers, lo, hi))
         lowers.append(lo)
         uppers.append(hi)
-        relaxations.append(switch_relaxation(states[k], lo, hi))
+        relaxations.append(switch_relaxation(states[k], lo, hi, layer_slopes(network, k)))
     return TangentBounds(tuple(lowers), tuple(uppers))
 
 

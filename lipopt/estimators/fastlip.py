@@ -2,8 +2,11 @@
 
 Interval bound propagation (:mod:`lipopt.bounds.interval`) gives a box ``[l, u]`` that contains
 ``∇(c^T f)(x)`` for every x in the domain (neurons whose pre-activation keeps one sign on X are
-fixed on or off; the others may switch). The largest dual norm over that box is a certified
-upper bound:
+fixed on or off; the others may switch). With two-piece activations ``h = α z + (1 - α) relu(z)``
+the derivative ``D`` is 1 on an active neuron (every identity neuron), ``α`` on an inactive one
+and either on an unstable one, so the switch ``s = D y`` ranges over the hull of ``[ly, uy]`` and
+``α [ly, uy]`` (:meth:`lipopt.bounds.interval.NetworkBounds.switch_bounds`). The largest dual norm
+over that box is a certified upper bound:
 
 * ℓ∞ input: ``max_{g ∈ [l,u]} ||g||_1 = Σ_j max(|l_j|, |u_j|)``;
 * ℓ1 input: ``max_{g ∈ [l,u]} ||g||_∞ = max_j max(|l_j|, |u_j|)``.
