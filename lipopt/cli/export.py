@@ -22,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="write the Lipschitz MIP as .lp or .mps for an external solver",
         description="Write the model that 'lipopt solve' would solve, to .lp or .mps (by the "
         "suffix of -o). Variable names map back to layers and neurons: x[j] inputs, h{k}[i] "
-        "post-activations, a{k}[i] activation binaries, s{k}[i] / y{k}[i] backward pass.",
+        "post-activations, a{k}[i] activation binaries, r{k}[i] = relu(z) of a non-ReLU "
+        "neuron (h = alpha z + (1 - alpha) r), s{k}[i] / y{k}[i] backward pass.",
         epilog=EXPORT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-o", "--output", required=True, metavar="PATH", help="where to write: a .lp or .mps file"
     )
     add_config_arguments(
-        parser, ("mode",), helps={"mode": "the MIP (default) or its LP relaxation"}
+        parser, ("mode", "bounds"), helps={"mode": "the MIP (default) or its LP relaxation"}
     )
 
 
@@ -43,8 +44,9 @@ def run_export(args: argparse.Namespace) -> int:
     domain = domain_from_args(args, network)
     c = load_vector(args.c, "--c") if args.c is not None else None
     lip = build_model(
-        network, domain, norm=args.norm, c=c, output_norm=args.output_norm, relax=args.mode == "lp"
-    )
+        network, domain, norm=args.norm, c=c, output_norm=args.output_norm,
+        relax=args.mode == "lp", bounds=args.bounds,
+    )  # fmt: skip
     path = write_model(lip.model, args.output)
     stats = lip.stats
     print(

@@ -1,6 +1,6 @@
 """LipLP: the linear-programming relaxation of LipMIP (paper §5, "Extensions").
 
-Every binary of the MIP (ReLU states of unstable neurons, signs of gradient coordinates) is
+Every binary of the MIP (activation states of unstable neurons, signs of gradient coordinates) is
 relaxed to ``[0, 1]``; the LP optimum is a certified upper bound on the local constant. As in
 the paper, the model is built on interval bounds (``bounds="interval"``); every relaxed gradient
 variable then stays within FastLip's box, so LipLP is never above FastLip. ``bounds="linear"``

@@ -6,6 +6,11 @@
 The switch ``s = a·y`` with ``y ∈ [ly, uy]`` and binary ``a`` is exact under
 ``s <= y - ly(1 - a),  s >= y - uy(1 - a),  s <= uy·a,  s >= ly·a``;
 when ``y`` is a known number the switch is simply the linear term ``y·a``.
+
+With slopes ``α`` (``NetworkBounds.slopes``) the chain rule multiplies by ``D = α + (1 - α) a``
+instead of ``a``: ``s = y`` on an active neuron, ``α y`` on an inactive one, and on an unstable
+one ``s = α y + (1 - α) t`` with ``t = a·y`` switched as above (the variable ``s{k}[i]`` is then
+``t``). One binary per unstable neuron, the forward pass's.
 """
 
 from __future__ import annotations
@@ -45,21 +50,25 @@ def add_switched_layer(
     state: np.ndarray,
     gates: dict[int, Any],
     names: tuple[str, str, str],
+    alpha: np.ndarray | None = None,
 ) -> list[Term]:
-    """``a_i · value_i`` for one hidden layer: the values (gradients or tangents, within
-    ``ranges``) named as variables so that expressions never nest, then switched by the gates.
+    """``D_i · value_i`` for one hidden layer, ``D = α + (1 - α) a``: the values (gradients or
+    tangents, within ``ranges``) named as variables so that expressions never nest, then
+    switched by the gates.
 
-    Inactive neurons give 0, active ones the value, unstable ones a variable under the four
-    switch constraints (a number times the gate where the value is a number). ``names``: the
-    components of the value variables (with ``{name}_def`` their definitions), of the switched
-    variables and of the switch constraints.
+    Inactive neurons give ``α·value`` (0 for a ReLU), active ones the value, unstable ones a
+    variable ``t = a·value`` under the four switch constraints (a number times the gate where the
+    value is a number), and ``α·value + (1 - α)·t`` where ``α != 0``. ``alpha``: the slopes (None:
+    a ReLU layer). ``names``: the components of the value variables (with ``{name}_def`` their
+    definitions), of the switched variables and of the switch constraints.
     """
     value_name, switched_name, cons_name = names
     lower, upper = ranges
+    scaled = np.zeros(len(values)) if alpha is None else alpha
     index = [
         i
         for i in range(len(values))
-        if not is_constant(values[i]) and state[i] != NeuronState.INACTIVE
+        if not is_constant(values[i]) and (state[i] != NeuronState.INACTIVE or scaled[i] != 0.0)
     ]
     value_var = pe.Var(index, bounds={i: (float(lower[i]), float(upper[i])) for i in index})
     setattr(model, value_name, value_var)
@@ -78,16 +87,26 @@ def add_switched_layer(
     setattr(model, cons_name, cons)
     out: list[Term] = []
     for i in range(len(values)):
+        value = values[i] if is_constant(values[i]) or i not in value_var else value_var[i]
         if state[i] == NeuronState.INACTIVE:
-            out.append(0.0)
-        elif state[i] == NeuronState.ACTIVE:
-            out.append(values[i] if is_constant(values[i]) else value_var[i])
-        elif is_constant(values[i]):
-            out.append(float(values[i]) * gates[i])
+            out.append(0.0 if scaled[i] == 0.0 else _scaled(float(scaled[i]), value))
+            continue
+        if state[i] == NeuronState.ACTIVE:
+            out.append(value)
+            continue
+        if is_constant(value):
+            switched: Term = float(value) * gates[i]
         else:
-            add_switch(cons, switched_var[i], value_var[i], gates[i], lower[i], upper[i])
-            out.append(switched_var[i])
+            add_switch(cons, switched_var[i], value, gates[i], lower[i], upper[i])
+            switched = switched_var[i]
+        a_i = float(scaled[i])
+        out.append(switched if a_i == 0.0 else _scaled(a_i, value) + (1.0 - a_i) * switched)
     return out
+
+
+def _scaled(factor: float, value: Term) -> Term:
+    """``factor · value``, a number where ``value`` is one."""
+    return factor * float(value) if is_constant(value) else factor * value
 
 
 def backward_names(k: int) -> tuple[str, str, str]:
@@ -129,7 +148,10 @@ def add_backward(
     for k in range(len(affines) - 1, 0, -1):  # hidden layer k (1-based), last first
         state = states[k - 1]
         ly, uy = bounds.grad_lower[k - 1], bounds.grad_upper[k - 1]
-        s = add_switched_layer(model, y, (ly, uy), state, activations[k - 1], backward_names(k))
+        alpha = None if bounds.slopes is None else bounds.slopes[k - 1]
+        s = add_switched_layer(
+            model, y, (ly, uy), state, activations[k - 1], backward_names(k), alpha
+        )
         affine = affines[k - 1]
         y = linear_map(affine.matrix.T, s, np.zeros(affine.in_features))
     return y

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lipopt.activation import describe
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.tangent import TangentBounds, tangent_bounds
 from lipopt.domain import Domain, L2Ball, ball_part
@@ -149,6 +150,7 @@ def build(
         raise ValueError(
             "the forward formulation needs a fixed output weighting c, not an output norm"
         )
+    _check_slopes(network, bounds)
     model = pe.ConcreteModel(name="lipschitz")
     x = add_input(model, domain)
     ball = ball_part(domain)
@@ -176,6 +178,17 @@ def build(
     gradient = add_backward(model, network, bounds, activations, w)
     lip = LipschitzModel(model, x, activations, gradient, input_norm, relax, w)
     return OBJECTIVE_BUILDERS[input_norm](lip, bounds, spec)
+
+
+def _check_slopes(network: Network, bounds: NetworkBounds) -> None:
+    """Refuse bounds computed as if a network with non-ReLU activations had ReLUs only
+    (``bounds.slopes`` None): their states and ranges would make the model wrong."""
+    if bounds.slopes is None and not network.is_relu:
+        kinds = "; ".join(describe(alpha) for alpha in network.slopes)
+        raise ValueError(
+            f"the {bounds.method} bounds do not take the network's activations ({kinds}): "
+            "its MIP needs bounds with slopes (bounds='interval')"
+        )
 
 
 def _dual_norm_model(lip: LipschitzModel, bounds: NetworkBounds, spec: ModelSpec) -> LipschitzModel:

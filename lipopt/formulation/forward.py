@@ -6,14 +6,22 @@ For a hidden neuron with pre-activation ``z ∈ [l, u]``:
 - otherwise a binary ``a`` and  ``h >= z,  h <= u·a,  h <= z - l·(1 - a)``, with ``h >= 0``
   as the variable's lower bound.
 ``a`` is the neuron's activation (1 = on); the backward pass reuses it.
+
+A neuron of slope ``α`` (``h = α z + (1 - α) relu(z)``, :mod:`lipopt.activation`;
+``NetworkBounds.slopes``): active (``l >= 0``, or ``α = 1`` whatever its bounds) ``h = z``;
+inactive ``h = α z``; unstable with ``α != 0``: ``r = relu(z)`` by the rows above (on ``r``,
+``r ∈ [0, u]``) and ``h = α z + (1 - α) r``, one binary. ``h``'s bounds are its exact range
+(``NetworkBounds.hidden_range``), which may be negative. A ReLU layer keeps the model above.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lipopt.activation import apply
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.domain import Domain, L1Ball, L2Ball, ball_part, cut_rows
 from lipopt.formulation.terms import Term, is_constant, linear_map
@@ -121,7 +129,8 @@ def add_forward(
     """Encode every hidden layer; returns, per layer, the activation binaries of unstable neurons.
 
     Components are named per hidden layer ``k`` (1-based, as in the paper): ``h{k}[i]`` post-
-    activation, ``a{k}[i]`` activation binary, constraints ``relu{k}_*[i]``.
+    activation, ``a{k}[i]`` activation binary, constraints ``relu{k}_*[i]``; a layer with a
+    neuron of slope ``α != 0`` (``bounds.slopes``) is encoded by :func:`_sloped_layer`.
     """
     binary_domain = pe.UnitInterval if relax else pe.Binary
     activations: list[dict[int, pe.Var]] = []
@@ -130,32 +139,115 @@ def add_forward(
         zip(network.affine_layers[:-1], bounds.pre_lower, bounds.pre_upper, bounds.states), start=1
     ):
         z = linear_map(affine.matrix, h, affine.bias)
-        width = affine.out_features
-        live = [i for i in range(width) if state[i] != NeuronState.INACTIVE]
-        unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]
-        h_var = pe.Var(
-            live, bounds={i: (max(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in live}
-        )
-        a_var = pe.Var(unstable, domain=binary_domain)
-        setattr(model, f"h{k}", h_var)
-        setattr(model, f"a{k}", a_var)
-        active = [i for i in live if state[i] == NeuronState.ACTIVE]
-        setattr(
-            model,
-            f"relu{k}_active",
-            pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
-        )
-        cons = pe.ConstraintList()
-        setattr(model, f"relu{k}_unstable", cons)
-        for i in unstable:
-            if is_constant(z[i]):  # cannot happen with sound bounds; keep the encoding valid anyway
-                z_i = float(z[i])
-                cons.add(h_var[i] == max(z_i, 0.0))
-                continue
-            lo, hi = float(lower[i]), float(upper[i])
-            cons.add(h_var[i] >= z[i])
-            cons.add(h_var[i] <= hi * a_var[i])
-            cons.add(h_var[i] <= z[i] - lo * (1 - a_var[i]))
-        activations.append({i: a_var[i] for i in unstable})
-        h = [h_var[i] if state[i] != NeuronState.INACTIVE else 0.0 for i in range(width)]
+        alpha = None if bounds.slopes is None else bounds.slopes[k - 1]
+        if alpha is not None and np.any(alpha):
+            layer = HiddenLayer(k, z, (lower, upper), state, binary_domain)
+            gates, h = _sloped_layer(model, layer, alpha, bounds.hidden_range(k - 1))
+        else:
+            gates, h = _relu_layer(model, HiddenLayer(k, z, (lower, upper), state, binary_domain))
+        activations.append(gates)
     return activations
+
+
+@dataclass(frozen=True)
+class HiddenLayer:
+    """One hidden layer to encode: its index ``k`` (1-based), pre-activations ``z`` (numbers or
+    expressions) with their bounds ``ranges = (l, u)``, states, and the binaries' domain."""
+
+    k: int
+    z: list[Term]
+    ranges: tuple[np.ndarray, np.ndarray]
+    state: np.ndarray
+    binary_domain: Any
+
+
+def _relu_layer(model: pe.ConcreteModel, layer: HiddenLayer) -> tuple[dict[int, Any], list[Term]]:
+    """A ReLU layer (the module docstring's encoding); returns its binaries and ``h``."""
+    k, z, state = layer.k, layer.z, layer.state
+    lower, upper = layer.ranges
+    width = len(z)
+    live = [i for i in range(width) if state[i] != NeuronState.INACTIVE]
+    unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]
+    h_var = pe.Var(
+        live, bounds={i: (max(float(lower[i]), 0.0), max(float(upper[i]), 0.0)) for i in live}
+    )
+    a_var = pe.Var(unstable, domain=layer.binary_domain)
+    setattr(model, f"h{k}", h_var)
+    setattr(model, f"a{k}", a_var)
+    active = [i for i in live if state[i] == NeuronState.ACTIVE]
+    setattr(
+        model,
+        f"relu{k}_active",
+        pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
+    )
+    cons = pe.ConstraintList()
+    setattr(model, f"relu{k}_unstable", cons)
+    for i in unstable:
+        if is_constant(z[i]):  # cannot happen with sound bounds; keep the encoding valid anyway
+            z_i = float(z[i])
+            cons.add(h_var[i] == max(z_i, 0.0))
+            continue
+        _add_big_m(cons, h_var[i], z[i], a_var[i], (float(lower[i]), float(upper[i])))
+    h = [h_var[i] if state[i] != NeuronState.INACTIVE else 0.0 for i in range(width)]
+    return {i: a_var[i] for i in unstable}, h
+
+
+def _add_big_m(
+    cons: pe.ConstraintList, r: Term, z: Term, a: Term, bounds: tuple[float, float]
+) -> None:
+    """``r = relu(z)`` for ``z ∈ [l, u]``, ``l < 0 < u``, and ``r >= 0`` (its variable's bound):
+    ``r >= z,  r <= u·a,  r <= z - l·(1 - a)``."""
+    lo, hi = bounds
+    cons.add(r >= z)
+    cons.add(r <= hi * a)
+    cons.add(r <= z - lo * (1 - a))
+
+
+def _sloped_layer(
+    model: pe.ConcreteModel,
+    layer: HiddenLayer,
+    alpha: np.ndarray,
+    hidden: tuple[np.ndarray, np.ndarray],
+) -> tuple[dict[int, Any], list[Term]]:
+    """A layer with slopes ``α`` (``h = α z + (1 - α) relu(z)``), ``hidden`` the range of ``h``:
+    ACTIVE ``h = z``; INACTIVE ``h = α z`` (no variable where ``α = 0``); UNSTABLE with
+    ``α = 0`` as a ReLU; UNSTABLE otherwise ``r{k}[i] = relu(z)`` by the big-M rows and
+    ``h = α z + (1 - α) r`` (rows ``relu{k}_slope``). Returns the binaries and ``h``."""
+    k, z, state = layer.k, layer.z, layer.state
+    lower, upper = layer.ranges
+    width = len(z)
+    live = [i for i in range(width) if state[i] != NeuronState.INACTIVE or alpha[i] != 0.0]
+    unstable = [i for i in range(width) if state[i] == NeuronState.UNSTABLE]
+    bent = [i for i in unstable if alpha[i] != 0.0 and not is_constant(z[i])]
+    h_var = pe.Var(live, bounds={i: (float(hidden[0][i]), float(hidden[1][i])) for i in live})
+    a_var = pe.Var(unstable, domain=layer.binary_domain)
+    r_var = pe.Var(bent, bounds={i: (0.0, max(float(upper[i]), 0.0)) for i in bent})
+    for name, component in (("h", h_var), ("a", a_var), ("r", r_var)):
+        setattr(model, f"{name}{k}", component)
+    active = [i for i in live if state[i] == NeuronState.ACTIVE]
+    setattr(
+        model,
+        f"relu{k}_active",
+        pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
+    )
+    scaled = [i for i in live if state[i] == NeuronState.INACTIVE]
+    setattr(
+        model,
+        f"relu{k}_inactive",
+        pe.Constraint(scaled, expr={i: h_var[i] == float(alpha[i]) * z[i] for i in scaled}),
+    )
+    cons, slope = pe.ConstraintList(), pe.ConstraintList()
+    setattr(model, f"relu{k}_unstable", cons)
+    setattr(model, f"relu{k}_slope", slope)
+    for i in unstable:
+        bounds = (float(lower[i]), float(upper[i]))
+        if is_constant(z[i]):  # cannot happen with sound bounds; keep the encoding valid anyway
+            cons.add(h_var[i] == float(apply(alpha[i : i + 1], float(z[i]))[0]))
+        elif alpha[i] == 0.0:
+            _add_big_m(cons, h_var[i], z[i], a_var[i], bounds)
+        else:
+            _add_big_m(cons, r_var[i], z[i], a_var[i], bounds)
+            a_i = float(alpha[i])
+            slope.add(h_var[i] == a_i * z[i] + (1.0 - a_i) * r_var[i])
+    h = [h_var[i] if i in h_var else 0.0 for i in range(width)]
+    return {i: a_var[i] for i in unstable}, h

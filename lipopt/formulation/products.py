@@ -16,6 +16,11 @@ linearisation that maximising ``Σ q_ib y_ib`` needs:
 For every 0/1 gates, ``Σ q y <= g_j`` with equality at the best ``y``: the maximum, and any
 cutoff ``Σ q y >= L``, are exactly those of ``g_j`` over the gates the forward pass allows. The
 backward pass's switches are not needed for it and are switched off while the products stand.
+With slopes ``α`` (:mod:`lipopt.activation`) each gate ``a`` becomes ``D = α + (1 - α) a``
+(1 on an active neuron, ``α`` on an inactive one): writing ``D = p + q a``, each product
+``D_1i D_2b`` expands into a constant, two gates and ``q_1i q_2b a_1i a_2b``, whose coefficient's
+sign picks its linearisation as above. A ReLU network gives the terms above exactly.
+
 Its LP relaxation is much tighter than the backward model's (the switches bound each
 ``W_2^T s_2`` entry as a whole; here every product keeps its own hull): on [16,16,16,2] over
 the unit box, 2.74 against 3.58 for the first candidate (docs/performance.md).
@@ -60,6 +65,19 @@ class GateProducts:
     first: FloatArray
     coupling: FloatArray
     states: tuple[NDArray[np.int8], NDArray[np.int8]]
+    slopes: tuple[FloatArray, FloatArray] | None = None
+
+    def gate_forms(self) -> tuple[tuple[list[float], list[float]], ...]:
+        """Per hidden layer, ``(p, q)`` with each neuron's ``D = p + q·a``: ``(1, 0)`` active,
+        ``(α, 0)`` inactive, ``(α, 1 - α)`` unstable (``α = 0`` without slopes)."""
+        forms = []
+        for layer, states in enumerate(self.states):
+            alpha = np.zeros(states.size) if self.slopes is None else self.slopes[layer]
+            active, unstable = states == NeuronState.ACTIVE, states == NeuronState.UNSTABLE
+            p = np.where(active, 1.0, alpha)
+            q = np.where(unstable, 1.0 - alpha, 0.0)
+            forms.append((p.tolist(), q.tolist()))
+        return tuple(forms)
 
     def coefficients(self, candidate: Candidate) -> FloatArray:
         """``q_ib = sign · W_1[i, j] · coupling[b, i]`` of the candidate ``sign · g_j``, shape
@@ -78,10 +96,12 @@ def gate_products(
         return None
     w = affines[2].weight.T @ np.asarray(c, dtype=np.float64)
     coupling = affines[1].weight * w[:, None]
+    slopes = None if network.is_relu else (network.slopes[0], network.slopes[1])
     return GateProducts(
         np.asarray(affines[0].weight, dtype=np.float64),
         np.asarray(coupling, dtype=np.float64),
         (np.asarray(states[0]), np.asarray(states[1])),
+        slopes,
     )
 
 
@@ -97,29 +117,28 @@ def set_products(
     require the sum ``>= cutoff``."""
     remove_products(model, reactivate=False)
     q = products.coefficients(candidate)
-    first_states, second_states = (states.tolist() for states in products.states)
+    (first_p, first_q), (second_p, second_q) = products.gate_forms()
     first, second = activations[0], activations[1]  # the unstable neurons' binaries
-    active, inactive = int(NeuronState.ACTIVE), int(NeuronState.INACTIVE)  # plain ints: fast
     terms: list[Any] = []
     constant = 0.0
-    both: list[tuple[int, int]] = []  # products of two unstable gates
-    for i, first_state in enumerate(first_states):
-        for b, second_state in enumerate(second_states):
+    both: list[tuple[int, int, float]] = []  # products of two unstable gates, coefficients
+    for i in range(len(first_p)):
+        for b in range(len(second_p)):
             coefficient = float(q[i, b])
-            if coefficient == 0.0 or inactive in (first_state, second_state):
+            if coefficient == 0.0:
                 continue
-            if first_state == active and second_state == active:
-                constant += coefficient
-            elif first_state == active:
-                terms.append(coefficient * second[b])
-            elif second_state == active:
-                terms.append(coefficient * first[i])
-            else:
-                both.append((i, b))
+            # coefficient · (p_i + q_i a_i)(p_b + q_b a_b), expanded; zero parts left out
+            constant += coefficient * first_p[i] * second_p[b]
+            if (weight := coefficient * first_p[i] * second_q[b]) != 0.0:
+                terms.append(weight * second[b])
+            if (weight := coefficient * first_q[i] * second_p[b]) != 0.0:
+                terms.append(weight * first[i])
+            if (weight := coefficient * first_q[i] * second_q[b]) != 0.0:
+                both.append((i, b, weight))
     model.prod_y = pe.Var(range(len(both)), bounds=(0.0, 1.0))
     model.prod_links = pe.ConstraintList()
-    for n, (i, b) in enumerate(both):
-        y, coefficient = model.prod_y[n], float(q[i, b])
+    for n, (i, b, coefficient) in enumerate(both):
+        y = model.prod_y[n]
         if coefficient > 0:
             model.prod_links.add(y <= first[i])
             model.prod_links.add(y <= second[b])

@@ -12,6 +12,10 @@ objective is ``c^T W_L d_{L-1}``. With the binaries fixed, the rest is a linear 
 to the whole ball costs nothing: the model is exact with binaries for the unstable neurons
 only — no sign binaries for ``||∇||_1`` and no selection binaries for ``||∇||_∞``.
 
+A network with slopes ``α`` (:mod:`lipopt.activation`) switches by ``D = α + (1 - α) a``:
+``d_k = α t_k + (1 - α) a_k ⊙ t_k`` (:func:`~lipopt.formulation.backward.add_switched_layer`);
+the tangent bounds must then hold for that ``D`` (:func:`~lipopt.bounds.tangent.tangent_bounds`).
+
 ``V``: ℓ∞ input norm ``v ∈ [-1, 1]^d``; ℓ1 input norm ``v = v⁺ - v⁻``, ``Σ (v⁺ + v⁻) <= 1``.
 """
 
@@ -55,15 +59,18 @@ def add_tangent(
     """Encode ``c^T J(x) v`` forward; returns it (a linear expression or a number).
 
     Components per hidden layer k (1-based): ``t{k}[i]`` the tangent of the pre-activation,
-    ``d{k}[i]`` the switched tangent of an unstable neuron, constraints ``tswitch{k}``.
+    ``d{k}[i]`` the switched tangent ``a·t`` of an unstable neuron, constraints ``tswitch{k}``.
     """
     affines = network.affine_layers
+    slopes = None if network.is_relu else network.slopes
     current: list[Term] = DIRECTION_BALLS[norm](model, network.input_dim)
     for k, (affine, state) in enumerate(zip(affines[:-1], states), start=1):
         lower, upper = tangent.lower[k - 1], tangent.upper[k - 1]
         t = linear_map(affine.matrix, current, np.zeros(affine.out_features))
+        names = (f"t{k}", f"d{k}", f"tswitch{k}")
+        alpha = None if slopes is None else slopes[k - 1]
         current = add_switched_layer(
-            model, t, (lower, upper), state, activations[k - 1], (f"t{k}", f"d{k}", f"tswitch{k}")
+            model, t, (lower, upper), state, activations[k - 1], names, alpha
         )
     weights = affines[-1].weight.T @ np.asarray(c, dtype=np.float64)
     return linear_map(weights[None, :], current, np.zeros(1))[0]

@@ -67,8 +67,10 @@ def budget_for(time_limit: float | None) -> float:
 
 
 def prefix_network(network: Network, k: int) -> Network:
-    """The sub-network ``x ↦ z_k(x)``: affine layers ``0 .. k`` with the ReLUs between them."""
-    return Network.from_affines(network.affine_layers[: k + 1])
+    """The sub-network ``x ↦ z_k(x)``: affine layers ``0 .. k`` with the activations between
+    them (their slopes ``α`` too)."""
+    slopes = None if network.is_relu else network.slopes[:k]
+    return Network.from_affines(network.affine_layers[: k + 1], slopes)
 
 
 class _Refiner:
@@ -110,7 +112,7 @@ class _Refiner:
         bounds = self.bounds
         prefix = prefix_network(self.network, k)
         prefix_tangent = TangentBounds(tuple(lowers), tuple(uppers))
-        live = np.flatnonzero(bounds.states[k] != NeuronState.INACTIVE)
+        live = np.flatnonzero(_live(bounds, k))
         order = live[np.argsort(-(hi[live] - lo[live]), kind="stable")]
         for position, i in enumerate(order):
             remaining = self.deadline - time.perf_counter()
@@ -184,6 +186,13 @@ class _Refiner:
         if result.bound is None or not np.isfinite(result.bound):
             return None
         return float(result.bound)
+
+
+def _live(bounds: NetworkBounds, k: int) -> NDArray[np.bool_]:
+    """The neurons of hidden layer ``k`` whose tangent reaches the next layer: all but the
+    inactive ones of slope 0 (an inactive neuron of slope ``α`` passes ``α t``)."""
+    live = bounds.states[k] != NeuronState.INACTIVE
+    return live if bounds.slopes is None else live | (bounds.slopes[k] != 0.0)
 
 
 def subnet_tangent_bounds(

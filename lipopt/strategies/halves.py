@@ -70,8 +70,8 @@ def sign_halves(problem: ModelProblem, entry: int) -> Halves:
 def gate_halves(problem: ModelProblem, neuron: int) -> Halves:
     """The domain cut by the hyperplane ``z_1i(x) = W_1[i] x + b_1[i] = 0`` of the first-layer
     neuron ``i``: its gate fixed to 1 (``z_1i >= 0``, the neuron passes ``z_1i``), then to 0
-    (``z_1i <= 0``, it passes 0), two MIPs whose union covers the domain, in either
-    formulation."""
+    (``z_1i <= 0``, it passes ``α z_1i``: 0 for a ReLU), two MIPs whose union covers the
+    domain, in either formulation."""
     return Halves(
         problem.lip.activations[0][neuron], (f"z1[{neuron}] >= 0", f"z1[{neuron}] <= 0"),
         f"neuron {neuron} of the first layer", dict(gate_split_neuron=neuron),

@@ -211,12 +211,18 @@ def _raw_point(problem: ModelProblem, values: Any) -> FloatArray:
 def full_pattern(lip: LipschitzModel, bounds: NetworkBounds, values: Any) -> list[FloatArray]:
     """The full 0/1 activation pattern: known states, and rounded binaries for unstable neurons
     (a binary that no constraint uses, e.g. of a neuron that is 0 on the whole domain, is left
-    out by the solver and taken as 0)."""
+    out by the solver and taken as 0); an identity neuron (``α = 1``, ACTIVE, no binary) whose
+    sign is open: ``[h > 0]`` at the solver's point (``h = z`` there)."""
     pattern = []
-    for state, layer_bins in zip(bounds.states, lip.activations):
+    for k, (state, layer_bins) in enumerate(zip(bounds.states, lip.activations)):
         mask = (state == NeuronState.ACTIVE).astype(np.float64)
         for i, var in layer_bins.items():
             mask[i] = 1.0 if values.get(var, 0.0) > 0.5 else 0.0
+        if bounds.slopes is not None:
+            open_sign = (bounds.slopes[k] == 1.0) & (bounds.pre_lower[k] < 0.0)
+            h = lip.model.component(f"h{k + 1}")
+            for neuron in np.flatnonzero(open_sign).tolist():
+                mask[neuron] = 1.0 if values.get(h[neuron], 0.0) > 0.0 else 0.0
         pattern.append(mask)
     return pattern
 
