@@ -19,10 +19,11 @@ import pytest
 from lipopt import Affine, Box, L1Ball, L2Ball, LinfBall, Network, Polytope, lipschitz
 from lipopt.activation import Activation
 from lipopt.bounds.interval import interval_bounds
+from lipopt.bounds.relaxation import activation_relaxation
 from lipopt.kinks import is_differentiable_at, is_inside_a_region
 from lipopt.search.activation_bab import activation_bab
 from lipopt.search.activation_rules import branch_neuron
-from lipopt.search.kinds import activation_lines, identity_active, unstable_count
+from lipopt.search.kinds import identity_active, unstable_count
 from lipopt.search.regions import search_regions
 from lipopt.verify import Dimension, check_region
 from tests.oracle import brute_force_lipschitz, from_lipopt
@@ -148,12 +149,13 @@ def test_region_search_on_slopes_equals_grid(seed, domain_kind, norm):
 @pytest.mark.parametrize("norm", ["linf", "l1", "l2"])
 @pytest.mark.parametrize("domain_kind", ["box", "polytope"])
 @pytest.mark.parametrize("seed", range(10))
-def test_region_search_on_slopes_equals_oracle(seed, domain_kind, norm):
+@pytest.mark.parametrize("bounds", ["interval", "linear"])
+def test_region_search_on_slopes_equals_oracle(bounds, seed, domain_kind, norm):
     """2-3 inputs, up to 7 neurons a layer: exact against the oracle's region enumeration."""
     layers, slopes, domain, c = _case(50 + seed, domain_kind, inputs=(2, 4), widest=8)
     net = _network(layers, slopes)
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
+    result = lipschitz(net, domain, norm, c, regions=True, bounds=bounds, split=False)
     assert result.status == "optimal" and result.exact_certified
     assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     _check_answer(result, layers, slopes, domain, c, norm, exact=True)
@@ -280,12 +282,12 @@ def test_margin_lp_gives_identity_neurons_no_row():
 
 # ------------------------------------------------------------------ pieces
 @pytest.mark.parametrize("seed", range(5))
-def test_activation_lines_enclose_the_activation(seed):
+def test_activation_relaxation_encloses_the_activation(seed):
     rng = np.random.default_rng(seed)
     alpha = np.concatenate([np.array(KINDS), rng.uniform(-1.5, 1.5, 15)])
     lower = rng.uniform(-2.0, 1.0, alpha.size)
     upper = lower + rng.uniform(0.0, 3.0, alpha.size)
-    s_up, t_up, s_lo, t_lo = activation_lines(alpha, lower, upper)
+    s_up, t_up, s_lo, t_lo = activation_relaxation(lower, upper, alpha)
     z = lower + (upper - lower) * rng.random((500, alpha.size))
     z[:2] = lower, upper
     h = alpha * z + (1.0 - alpha) * np.maximum(z, 0.0)
