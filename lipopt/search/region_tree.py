@@ -31,10 +31,11 @@ from lipopt.bounds.interval import (
     slopes_of,
 )
 from lipopt.bounds.linear import input_gradient_linear, relu_relaxation
+from lipopt.bounds.relaxation import activation_relaxation
 from lipopt.domain import Box, Polytope, cut_rows
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm
-from lipopt.search.kinds import activation_lines, identity_active
+from lipopt.search.kinds import identity_active
 
 FloatArray = NDArray[np.float64]
 #: :func:`~lipopt.bounds.interval.backward_interval`'s result: per-layer ``y`` bounds, ``∇f``'s
@@ -184,8 +185,6 @@ class SearchState:
         """:meth:`bound_and_grads`'s bound tightened: ``∇f`` back-substituted to ``c`` through the
         switch chords of the interval pass's ``y`` ranges, intersected with its interval."""
         grad_lo, grad_hi, in_lo, in_hi = backward
-        if not self.network.is_relu:  # the switch chords below are ReLU's: the interval alone
-            return self.norm_bound(in_lo, in_hi)
         lo, hi = input_gradient_linear(self.network, states, self.c, grad_lo, grad_hi)
         return self.norm_bound(np.maximum(lo, in_lo), np.minimum(hi, in_hi))
 
@@ -233,8 +232,9 @@ class SearchState:
     def next_range(self, node: Node, state_k: NDArray[np.int8]) -> tuple[FloatArray, FloatArray]:
         """Bounds of ``z_{k+1}`` on a child of ``node`` whose layer-k states are ``state_k``:
         ``W_{k+1} h_k + b_{k+1}`` with each ``h_k`` between two lines of ``z_k = A x + b``
-        (:func:`activation_lines`; on a ReLU layer :func:`relu_relaxation`, whose lower line
-        has no shift), maximised and minimised over the box."""
+        (:func:`~lipopt.bounds.relaxation.activation_relaxation`; on a ReLU layer
+        :func:`relu_relaxation`, whose lower line has no shift), maximised and minimised over the
+        box."""
         k, alpha = node.layer, self.alphas[node.layer]
         # on this node a neuron fixed active has z >= 0, one fixed inactive z <= 0
         zlo, zhi = node.z_range
@@ -249,7 +249,7 @@ class SearchState:
             slope_up, shift_up, slope_low = relu_relaxation(zlo, zhi)
             low_shift, up_shift = wn @ shift_up, wp @ shift_up
         else:
-            slope_up, shift_up, slope_low, shift_low = activation_lines(alpha, zlo, zhi)
+            slope_up, shift_up, slope_low, shift_low = activation_relaxation(zlo, zhi, alpha)
             low_shift = wp @ shift_low + wn @ shift_up
             up_shift = wp @ shift_up + wn @ shift_low
         matrix, offset = node.affine

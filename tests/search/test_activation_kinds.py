@@ -19,10 +19,12 @@ import pytest
 from lipopt import Affine, Box, L1Ball, L2Ball, LinfBall, Network, Polytope, lipschitz
 from lipopt.activation import Activation
 from lipopt.bounds.interval import interval_bounds
+from lipopt.bounds.relaxation import activation_relaxation
 from lipopt.kinks import is_differentiable_at, is_inside_a_region
-from lipopt.search.activation_bab import activation_bab
+from lipopt.norms import InputNorm
+from lipopt.search.activation_bab import BabNode, activation_bab
 from lipopt.search.activation_rules import branch_neuron
-from lipopt.search.kinds import activation_lines, identity_active, unstable_count
+from lipopt.search.kinds import identity_active, unstable_count
 from lipopt.search.regions import search_regions
 from lipopt.verify import Dimension, check_region
 from tests.oracle import brute_force_lipschitz, from_lipopt
@@ -148,12 +150,13 @@ def test_region_search_on_slopes_equals_grid(seed, domain_kind, norm):
 @pytest.mark.parametrize("norm", ["linf", "l1", "l2"])
 @pytest.mark.parametrize("domain_kind", ["box", "polytope"])
 @pytest.mark.parametrize("seed", range(10))
-def test_region_search_on_slopes_equals_oracle(seed, domain_kind, norm):
+@pytest.mark.parametrize("bounds", ["interval", "linear"])
+def test_region_search_on_slopes_equals_oracle(bounds, seed, domain_kind, norm):
     """2-3 inputs, up to 7 neurons a layer: exact against the oracle's region enumeration."""
     layers, slopes, domain, c = _case(50 + seed, domain_kind, inputs=(2, 4), widest=8)
     net = _network(layers, slopes)
     truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
-    result = lipschitz(net, domain, norm, c, regions=True, bounds="interval", split=False)
+    result = lipschitz(net, domain, norm, c, regions=True, bounds=bounds, split=False)
     assert result.status == "optimal" and result.exact_certified
     assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     _check_answer(result, layers, slopes, domain, c, norm, exact=True)
@@ -280,12 +283,12 @@ def test_margin_lp_gives_identity_neurons_no_row():
 
 # ------------------------------------------------------------------ pieces
 @pytest.mark.parametrize("seed", range(5))
-def test_activation_lines_enclose_the_activation(seed):
+def test_activation_relaxation_encloses_the_activation(seed):
     rng = np.random.default_rng(seed)
     alpha = np.concatenate([np.array(KINDS), rng.uniform(-1.5, 1.5, 15)])
     lower = rng.uniform(-2.0, 1.0, alpha.size)
     upper = lower + rng.uniform(0.0, 3.0, alpha.size)
-    s_up, t_up, s_lo, t_lo = activation_lines(alpha, lower, upper)
+    s_up, t_up, s_lo, t_lo = activation_relaxation(lower, upper, alpha)
     z = lower + (upper - lower) * rng.random((500, alpha.size))
     z[:2] = lower, upper
     h = alpha * z + (1.0 - alpha) * np.maximum(z, 0.0)
@@ -363,3 +366,62 @@ def test_activation_bab_on_slopes_equals_oracle(seed, domain_kind, norm):
     assert result.status == "optimal" and result.exact_certified
     assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
     _check_answer(result, layers, slopes, domain, c, norm, exact=True)
+
+
+@pytest.mark.parametrize("domain_kind, norm", [("l1", "l1"), ("box", "linf")])
+@pytest.mark.parametrize("seed", range(3))
+def test_activation_bab_splits_then_parts_equal_oracle(seed, domain_kind, norm, monkeypatch):
+    """The hand-off lowered to 3 unstable neurons: parts are split first, then solved by the
+    MIP with sign rows on the model's own pre-activations (an inactive α neuron read as α z)."""
+    monkeypatch.setattr(importlib.import_module("lipopt.policy"), "BAB_MIP_AT", 3)
+    layers, slopes = _weights(300 + seed, [3, 8, 8, 1])
+    net, c = _network(layers, slopes), np.ones(1)
+    domain = L1Ball(np.zeros(3), 1.0) if domain_kind == "l1" else LinfBall(np.zeros(3), 1.0)
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), c, norm)
+    result = lipschitz(net, domain, norm, c, bab=True, time_limit=120)
+    assert result.status == "optimal" and result.model_stats["bab_nodes"] > 1
+    assert result.value == pytest.approx(truth.value, rel=1e-6, abs=1e-9)
+    _check_answer(result, layers, slopes, domain, c, norm, exact=True)
+
+
+@pytest.mark.parametrize("seed", [404, 405, 406, 407])
+def test_a_part_mip_on_slopes_stays_in_its_part(seed):
+    """Random splits of a deeper layer, below first-layer neurons inactive on the box with
+    ``α != 0`` (``h = α z`` in the sign rows): the part's MIP bound is above every sampled norm
+    in the part (the split signs checked on z computed here), and its witness lies in it."""
+    bab_parts = importlib.import_module("lipopt.strategies.bab_parts")
+    split_bounds = importlib.import_module("lipopt.bounds.constrained").split_bounds
+    layers, slopes = _weights(seed, [3, 8, 8, 1])
+    net, c, box = _network(layers, slopes), np.ones(1), Box(np.full(3, -0.3), np.full(3, 0.3))
+    query = importlib.import_module("lipopt.query").Query(net, box, InputNorm.LINF, c)
+    rng = np.random.default_rng(seed)
+    root = split_bounds(net, box, c, {})
+    unstable = [(1, int(i)) for i in np.flatnonzero(root.states[1] == 2)]
+    samples = box.sample(20_000, rng)
+    z = [np.array([w @ x + b for x in samples]) for (w, b) in layers[:1]]
+    h = slopes[0] * z[0] + (1.0 - slopes[0]) * np.maximum(z[0], 0.0)
+    z.append(h @ layers[1][0].T + layers[1][1])
+    checked = 0
+    for _ in range(8):
+        picks = rng.choice(len(unstable), size=min(2, len(unstable)), replace=False)
+        splits = {unstable[n]: bool(rng.integers(2)) for n in picks}
+        bounds = split_bounds(net, box, c, splits)
+        if bounds is None:
+            continue
+        node = BabNode(tuple(splits.items()), bounds, np.inf, unstable_count(net, bounds.states))
+        answer = bab_parts.part_solver(query, None)(node, 0.0)
+        assert answer is not None
+        upper, lower, witness = answer
+        inside = np.ones(len(samples), dtype=bool)
+        for (k, i), active in splits.items():
+            inside &= (z[k][:, i] >= 0) if active else (z[k][:, i] <= 0)
+        if inside.any():
+            values = _norm(_gradients(layers, slopes, samples[inside], c), "linf")
+            assert values.max() <= upper * (1 + 1e-9) + 1e-12
+            checked += 1
+        if witness is not None:
+            gates = _gates(layers, slopes, witness.point)
+            assert all(gates[k][i] == active for (k, i), active in splits.items())
+            attained = _norm(_gradients(layers, slopes, witness.point[None, :], c), "linf")[0]
+            assert attained == pytest.approx(lower, rel=1e-9)
+    assert checked >= 1
