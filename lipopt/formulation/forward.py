@@ -174,12 +174,7 @@ def _relu_layer(model: pe.ConcreteModel, layer: HiddenLayer) -> tuple[dict[int, 
     a_var = pe.Var(unstable, domain=layer.binary_domain)
     setattr(model, f"h{k}", h_var)
     setattr(model, f"a{k}", a_var)
-    active = [i for i in live if state[i] == NeuronState.ACTIVE]
-    setattr(
-        model,
-        f"relu{k}_active",
-        pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
-    )
+    _add_active(model, k, h_var, z, [i for i in live if state[i] == NeuronState.ACTIVE])
     cons = pe.ConstraintList()
     setattr(model, f"relu{k}_unstable", cons)
     for i in unstable:
@@ -190,6 +185,17 @@ def _relu_layer(model: pe.ConcreteModel, layer: HiddenLayer) -> tuple[dict[int, 
         _add_big_m(cons, h_var[i], z[i], a_var[i], (float(lower[i]), float(upper[i])))
     h = [h_var[i] if state[i] != NeuronState.INACTIVE else 0.0 for i in range(width)]
     return {i: a_var[i] for i in unstable}, h
+
+
+def _add_active(
+    model: pe.ConcreteModel, k: int, h_var: pe.Var, z: list[Term], active: list[int]
+) -> None:
+    """``h{k}[i] = z_i`` for the ACTIVE neurons (rows ``relu{k}_active``)."""
+    setattr(
+        model,
+        f"relu{k}_active",
+        pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
+    )
 
 
 def _add_big_m(
@@ -224,12 +230,7 @@ def _sloped_layer(
     r_var = pe.Var(bent, bounds={i: (0.0, max(float(upper[i]), 0.0)) for i in bent})
     for name, component in (("h", h_var), ("a", a_var), ("r", r_var)):
         setattr(model, f"{name}{k}", component)
-    active = [i for i in live if state[i] == NeuronState.ACTIVE]
-    setattr(
-        model,
-        f"relu{k}_active",
-        pe.Constraint(active, expr={i: h_var[i] == z[i] for i in active}),
-    )
+    _add_active(model, k, h_var, z, [i for i in live if state[i] == NeuronState.ACTIVE])
     scaled = [i for i in live if state[i] == NeuronState.INACTIVE]
     setattr(
         model,
