@@ -110,21 +110,10 @@ def switch_range(
 
 def lowered(alpha: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The same activation as ReLUs only: ``h = relu(z) - α relu(-z)``. Returns ``(P, Q)`` with
-    ``h = Q relu(P z)``: pure ReLU neurons keep one row, the others take two (``z`` and ``-z``).
+    ``h = Q relu(P z)``: every neuron keeps its row ``z``, and each non-ReLU one adds a row ``-z``.
     For stages that read ReLU networks only (the same function, so the same constant)."""
-    width = alpha.size
-    rows: list[tuple[int, float]] = []  # (source neuron, sign)
-    readout: list[tuple[int, int, float]] = []  # (neuron, row, weight)
-    for i in range(width):
-        readout.append((i, len(rows), 1.0))
-        rows.append((i, 1.0))
-        if alpha[i] != RELU:
-            readout.append((i, len(rows), -float(alpha[i])))
-            rows.append((i, -1.0))
-    pick = np.zeros((len(rows), width))
-    for row, (i, sign) in enumerate(rows):
-        pick[row, i] = sign
-    combine = np.zeros((width, len(rows)))
-    for i, row, weight in readout:
-        combine[i, row] = weight
+    eye = np.eye(alpha.size)
+    bent = np.flatnonzero(alpha != RELU)
+    pick = np.vstack([eye, -eye[bent]])  # z, then -z of each non-ReLU neuron
+    combine = np.hstack([eye, -eye[:, bent] * alpha[bent]])
     return pick, combine
