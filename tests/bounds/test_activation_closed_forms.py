@@ -213,10 +213,10 @@ def test_native_interval_bounds_within_the_lowered_networks(case, kind):
 
 
 def _plus_rows(alpha: np.ndarray) -> np.ndarray:
-    """Index of the lowered neuron ``relu(z_i)`` of each native neuron ``i``: one row per ReLU
-    neuron, two (``z``, then ``-z``) per other neuron."""
-    sizes = np.where(alpha == 0.0, 1, 2)
-    return np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    """Index of the lowered neuron ``relu(z_i)`` of each native neuron ``i``: the rows ``z`` of
+    every neuron come first, in order, then ``-z`` of each non-ReLU one
+    (:func:`lipopt.activation.lowered`)."""
+    return np.arange(alpha.size)
 
 
 @pytest.mark.parametrize("ends", [(-2.0, 1.0), (-1.0, 2.0)])
