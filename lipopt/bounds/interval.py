@@ -108,10 +108,8 @@ class NetworkBounds:
 
     def hidden_range(self, layer: int) -> tuple[FloatArray, FloatArray]:
         """Bounds on the post-activation ``h_k`` of hidden layer index ``layer`` (0-based)."""
-        lower, upper = self.pre_lower[layer], self.pre_upper[layer]
-        if self.slopes is None:
-            return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
-        return value_range(self.slopes[layer], lower, upper)
+        alpha = None if self.slopes is None else self.slopes[layer]
+        return _post_range(alpha, self.pre_lower[layer], self.pre_upper[layer])
 
 
 #: relative outward rounding of every computed bound (float error is far smaller)
@@ -199,7 +197,15 @@ def hidden_range(
 ) -> tuple[FloatArray, FloatArray]:
     """The range of ``h_k = α z + (1 - α) relu(z)`` for ``z ∈ [lower, upper]`` (hidden layer
     ``layer``, 0-based): ``[relu(l), relu(u)]`` on a ReLU layer."""
-    if not np.any(alpha := network.slopes[layer]):
+    return _post_range(network.slopes[layer], lower, upper)
+
+
+def _post_range(
+    alpha: FloatArray | None, lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`~lipopt.activation.value_range`, or ``[relu(l), relu(u)]`` where every ``α = 0``
+    (``alpha`` None or zeros)."""
+    if alpha is None or not np.any(alpha):
         return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
     return value_range(alpha, lower, upper)
 
