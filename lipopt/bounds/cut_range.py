@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lipopt.bounds.domain_lp import DomainLP
+from lipopt.bounds.domain_lp import ROUNDING, DomainLP
 from lipopt.domain import Domain, FloatArray, L2Ball, ball_part
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[FloatArray, FloatArray]]] = (
@@ -25,12 +25,14 @@ _CACHE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[FloatArray, FloatArray]]]
 
 def _safe_ranges(dense: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray]:
     """Safe ``[min, max]`` of each ``w·x`` (rows of ``dense``) over the domain's LP; a row
-    whose LP gives no duals keeps the bounding box's range (also sound)."""
+    whose LP gives no duals keeps the bounding box's range, rounded outward by the LP bounds'
+    own margin (``ROUNDING``) so that it is sound in floating point too."""
     lp = DomainLP(domain)
     lower, upper = domain.bounding_box()
     centre, radius = (upper + lower) / 2.0, (upper - lower) / 2.0
-    low = dense @ centre - np.abs(dense) @ radius
-    high = dense @ centre + np.abs(dense) @ radius
+    slack = ROUNDING * (1.0 + np.abs(dense) @ (np.abs(centre) + radius))
+    low = dense @ centre - np.abs(dense) @ radius - slack
+    high = dense @ centre + np.abs(dense) @ radius + slack
     for i, row in enumerate(dense):
         cost = np.zeros(lp.n_cols)
         for sign, out in ((1.0, low), (-1.0, high)):
