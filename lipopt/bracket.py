@@ -136,3 +136,21 @@ def add_timings(into: dict[str, float], more: dict[str, float]) -> dict[str, flo
     for key, value in more.items():
         merged[key] = merged.get(key, 0.0) + value
     return merged
+
+
+#: what an answer that did not finish means, where no strategy left a note of its own
+STATUS_NOTES = {
+    Status.TIME_LIMIT: "stopped at the time limit before the bounds met",
+    Status.INTERRUPTED: "interrupted before the bounds met",
+}
+
+
+def status_note(bracket: Bracket) -> str:
+    """A one-line note for an unfinished answer that came without one: why it stopped and the
+    interval the constant is proven to lie in (empty for an exact answer)."""
+    why = STATUS_NOTES.get(bracket.status)
+    if why is None:
+        return ""
+    if bracket.lower is None:
+        return f"{why}: the constant is at most {bracket.upper:.6g} (no attained value)"
+    return f"{why}: the constant is in [{bracket.lower:.6g}, {bracket.upper:.6g}]"

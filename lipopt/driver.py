@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lipopt.bounds.linear import linear_bounds
-from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
+from lipopt.bracket import Bracket, closed, contradicts, status_note, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.configure import configure
 from lipopt.domain import Domain
@@ -37,7 +37,7 @@ from lipopt.status import Status
 from lipopt.strategies.activation_bab import run_activation_bab, run_bab_after
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.domain_split import run_domain_split
-from lipopt.strategies.floor import floor_bracket, kept_after, quick_witness
+from lipopt.strategies.floor import capped_by_root, floor_bracket, kept_after, quick_witness
 from lipopt.strategies.mip import run_mip
 from lipopt.strategies.race import run_race
 from lipopt.strategies.region_search import run_regions
@@ -151,11 +151,14 @@ def answer(
         if err.bracket is None:  # nothing proven on the way: the interval bounds' bracket
             err.bracket = propagated_floor(query, None, {})
         bracket = kept_after(None, err, ctx.say)
+    bracket = with_a_lower(bracket, query)
+    if config.exact:
+        bracket = capped_by_root(bracket, query, ctx.say)
     hint = takeover(config.solver, bracket.status)
     if hint:
         ctx.say(hint)
         bracket = replace(bracket, message=f"{bracket.message}; {hint}")
-    return to_result(honest(with_a_lower(bracket, query), query), query)
+    return to_result(honest(bracket, query), query)
 
 
 #: why an answer the solvers call optimal is reported as ``upper_bound``
@@ -251,24 +254,7 @@ def to_result(bracket: Bracket, query: Query) -> LipschitzResult:
     )
 
 
-#: what an answer that did not finish means, where no strategy left a note of its own
-STATUS_NOTES = {
-    Status.TIME_LIMIT: "stopped at the time limit before the bounds met",
-    Status.INTERRUPTED: "interrupted before the bounds met",
-}
-
-
-def status_note(bracket: Bracket) -> str:
-    """A one-line note for an unfinished answer that came without one: why it stopped and the
-    interval the constant is proven to lie in (empty for an exact answer)."""
-    why = STATUS_NOTES.get(bracket.status)
-    if why is None:
-        return ""
-    if bracket.lower is None:
-        return f"{why}: the constant is at most {bracket.upper:.6g} (no attained value)"
-    return f"{why}: the constant is in [{bracket.lower:.6g}, {bracket.upper:.6g}]"
-
-
 __all__ = [
-    "DRIVER", "Budget", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "to_result",
+    "DRIVER", "Budget", "Driver", "SolveConfig", "answer", "honest", "solve_entry", "status_note",
+    "to_result",
 ]  # fmt: skip

@@ -23,13 +23,19 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bounds.jacobian import jacobian_norm_bound
-from lipopt.bracket import Bracket, closed, meet
+from lipopt.bounds.linear import linear_bounds
+from lipopt.bracket import Bracket, closed, meet, status_note
+from lipopt.domain import Disjunction
 from lipopt.heuristics.witness import Witness, best_differentiable
 from lipopt.kinks import is_differentiable_at
 from lipopt.progress import Say
 from lipopt.query import Query
 from lipopt.solvers import NoBoundError, SolverError
 from lipopt.status import Status
+
+#: the root's bound replaces a bracket's upper bound only when below it by this share (a
+#: floor bracket already holds the same bound, up to rounding)
+CAP_MARGIN = 1e-9
 
 #: points sampled for an attained lower bound when the centre is not differentiable
 FLOOR_SAMPLES = 8
@@ -52,6 +58,28 @@ def floor_upper(query: Query, net_bounds: NetworkBounds) -> float:
         query.network, query.domain, query.seed, query.norm, bounds=net_bounds
     )
     return found.value
+
+
+def capped_by_root(bracket: Bracket, query: Query, say: Say) -> Bracket:
+    """``bracket`` with its upper bound lowered to the root's Jacobian-norm bound on linear
+    bounds (:func:`floor_upper`) where that is smaller: both are proven upper bounds on ``L``
+    over the same domain, so their minimum is one, and a strategy stopped by the time limit
+    never answers looser than bound propagation alone. An exact answer, a union of domains
+    (planned part by part) and a bracket already at or below the bound are left as they are."""
+    if bracket.status == Status.OPTIMAL or isinstance(query.domain, Disjunction):
+        return bracket
+    bound = floor_upper(query, linear_bounds(query.network, query.domain, query.seed))
+    bound = max(bound, bracket.lower or 0.0)
+    if not bound < bracket.upper * (1.0 - CAP_MARGIN):
+        return bracket
+    note = (
+        f"upper bound {bound:.7g} from the Jacobian-norm bound on the whole domain, below the "
+        f"{bracket.upper:.7g} the strategies proved in time"
+    )
+    capped = replace(bracket, upper=bound, exact_certified=False)
+    say(note)
+    why = bracket.message or status_note(capped)  # what the driver would have said
+    return replace(capped, message=f"{why}; {note}" if why else note)
 
 
 def floor_bracket(
