@@ -151,6 +151,11 @@ BAB_PART_REFINEMENTS = 20
 BAB_AFTER_SHARE = 1.0
 #: ... and only when at least this many seconds are left for it
 MIN_BAB_SECONDS = 2.0
+#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm), a network with at
+#: least this many inputs races the backward MIP against the activation branch and bound (the
+#: forward MIP's place), and the answer keeps the better bounds of both. Measured: see
+#: benchmarks/results/bab_race.md
+BAB_RACE_MIN_INPUTS = 32
 
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
@@ -289,6 +294,7 @@ class Policy:
     bab_part_refinements: int
     bab_after_share: float
     min_bab_seconds: float
+    bab_race_min_inputs: int
     min_solve_share: float
     min_race_seconds: float
     min_leader_split_seconds: float

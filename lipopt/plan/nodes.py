@@ -108,12 +108,15 @@ class DomainSplit:
 
 @dataclass(frozen=True)
 class Racer:
-    """One racer: its model, solver, and whether it searches regions before its MIP."""
+    """One racer: its model, solver, and whether it searches regions before its MIP; ``bab``:
+    the racer is the branch and bound on the activations (:class:`ActivationBab`, its part
+    MIPs on ``solver``), not a MIP of ``formulation``."""
 
     name: str
     formulation: Formulation
     solver: str
     regions: bool | str
+    bab: bool = False
 
 
 @dataclass(frozen=True)

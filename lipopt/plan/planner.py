@@ -71,7 +71,7 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
         if config.regions != "auto":
             return RegionSearch(options, config.bounds)
         fallback = plan(query, config.but(regions=False), facts, policy)
-        race_now = _race(config, facts, policy, probe=False) if racing else None
+        race_now = _race(config, facts, policy, False, query) if racing else None
         return RegionSearch(options, config.bounds, fallback, race_now)
     if config.split and config.exact and isinstance(query.domain, (Box, LinfBall)):
         # _resolved decided "auto": config.split is True (the defaults) or the options
@@ -79,7 +79,7 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
         return DomainSplit(split, _mip(query, _part_config(config, split)))
     if config.formulation is None:
         if racing:
-            return _race(config, facts, policy, probe=True)
+            return _race(config, facts, policy, True, query)
         config = config.but(formulation=Formulation.BACKWARD)
     return _mip(query, config)
 
@@ -218,11 +218,31 @@ def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) ->
     return resolve(solver, facts.solvers, policy.auto_race_solvers[form])
 
 
-def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool) -> Race:
+def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool, query: Query) -> Race:
+    """The backward MIP against the forward one, or against the branch and bound on the
+    activations where :func:`races_bab` (the leader split is then off: the branch and bound
+    has no halves to split, and the racers run to the limit)."""
     racers = []
+    bab = races_bab(query, config, policy)
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = race_solver(config.solver, form, facts, policy)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
-        racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
-    return Race(config, probe, tuple(racers), config.sign_split is True, config.split_leader)
+        if bab and form is Formulation.FORWARD:
+            parts = adapter_name(config.solver)
+            racers.append(Racer(f"branch and bound ({parts})", form, parts, False, bab=True))
+        else:
+            racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
+    split_leader = config.split_leader and not bab
+    return Race(config, probe, tuple(racers), config.sign_split is True, split_leader)
+
+
+def races_bab(query: Query, config: SolveConfig, policy: Policy) -> bool:
+    """The branch and bound on the activations races the backward MIP in the forward MIP's
+    place: ``bab="auto"``, its part MIPs take the question, and the network has at least
+    ``bab_race_min_inputs`` inputs (the policy's measurement)."""
+    return (
+        config.bab == "auto"
+        and supports_parts(query)
+        and query.network.input_dim >= policy.bab_race_min_inputs
+    )

@@ -129,7 +129,12 @@ def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
                 split=False,
                 time_limit=race_limit,
                 formulation=racer.formulation,
-            ).but(solver=racer.solver, attack=problem.attack, sign_split=False),
+            ).but(
+                solver=racer.solver,
+                attack=problem.attack,
+                sign_split=False,
+                bab=True if racer.bab else problem.node.config.bab,
+            ),
             query.norm,
             query.seed,
         )  # fmt: skip
