@@ -92,17 +92,17 @@ def _searched(
     ctx.say("activation branch and bound: Jacobian bounds on each part...")
     began = time.perf_counter()
     deadline = None if limit is None else began + limit
-    if start is None:
-        start = _start(node, query, limit, ctx)
-    attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
     parts = None
-    if node.options.mip_at > 0 and supports_parts(query):
+    if node.options.mip_at > 0 and supports_parts(query):  # first: a cluster error at once
         refinements = ctx.policy.bab_part_refinements
         solve_part = part_solver(query, deadline, node.solver, refinements=refinements)
         parts = open_pool(query, node.solver, refinements, deadline, node.workers, node.scheduler)
         ctx.say(_pool_line(parts))
     try:
+        if start is None:
+            start = _start(node, query, limit, ctx)
+        attack_seconds = time.perf_counter() - began
         found = activation_bab(
             query.network, query.domain, query.seed, query.norm,
             options=node.options, deadline=deadline, start=start,

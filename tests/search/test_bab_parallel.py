@@ -257,3 +257,9 @@ def test_bab_pool_unreachable_scheduler_is_one_line(monkeypatch):
     net, domain, c = _problem([2, 4, 1], "box", 0)
     with pytest.raises(ValueError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         lipopt.lipschitz(net, domain, c=c, bab=True, scheduler="tcp://127.0.0.1:9")
+
+
+def test_bab_pool_scheduler_without_bab_is_refused():
+    net, domain, c = _problem([2, 4, 1], "box", 0)
+    with pytest.raises(lipopt.LipschitzError, match="it needs bab=True"):
+        lipopt.lipschitz(net, domain, c=c, scheduler="tcp://127.0.0.1:9")
