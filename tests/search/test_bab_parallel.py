@@ -263,3 +263,11 @@ def test_bab_pool_scheduler_without_bab_is_refused():
     net, domain, c = _problem([2, 4, 1], "box", 0)
     with pytest.raises(lipopt.LipschitzError, match="it needs bab=True"):
         lipopt.lipschitz(net, domain, c=c, scheduler="tcp://127.0.0.1:9")
+
+
+def test_bab_pool_missing_dask_is_one_line(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "distributed", None)
+    net, domain, c = _problem([2, 4, 1], "box", 0)
+    with pytest.raises(ValueError) as err:
+        lipopt.lipschitz(net, domain, c=c, bab=True, scheduler="tcp://127.0.0.1:8786")
+    assert str(err.value) == "--scheduler needs Dask distributed: pip install 'lipopt[cluster]'"
