@@ -19,6 +19,7 @@ import lipopt.policy
 from lipopt.parallel import workers as workers_module
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
+from lipopt.search.bab_node import start_witness
 from lipopt.search.bab_pool import PartLost
 from lipopt.strategies import bab_pool
 from lipopt.strategies.bab_parts import part_solver
@@ -180,24 +181,28 @@ class _Pool:
         return out
 
 
-def _search(widths, kind, norm, seed, mip_at, pool_of, **options):
+def _search(widths, kind, norm, seed, mip_at, pool_of, seconds=None, **options):
+    """The search on a pool of ``pool_of(solve_part)``, stopped ``seconds`` after its start
+    point is found (None: not stopped)."""
     net, domain, c = _problem(widths, kind, seed)
     query = Query(net, domain, lipopt.InputNorm.parse(norm), c)
     pool = pool_of(part_solver(query, None))
-    deadline = options.pop("deadline", None)
     bab = ActivationBabOptions(mip_at=mip_at, **options)
-    found = activation_bab(net, domain, c, norm, options=bab, solve_part=pool, deadline=deadline)
+    start = start_witness(net, domain, c, query.norm, bab)
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    found = activation_bab(
+        net, domain, c, norm, options=bab, solve_part=pool, deadline=deadline, start=start
+    )
     return found, pool, _truth(net, domain, c, norm)
 
 
 def test_bab_pool_parts_in_flight_keep_their_bounds_when_stopped():
     """The root is a part and never comes back: stopped (at the deadline), the bracket's upper
-    bound is the root's own, not the start point's value."""
+    bound is the root's own, not the start point's value (the domain's centre: no attack)."""
     widths, kind, norm, seed, _ = CASES[0]
-    deadline = time.perf_counter() + 1.0
     found, pool, truth = _search(
-        widths, kind, norm, seed, 100, lambda solve: _Pool(solve, hold=True),
-        attack_restarts=0, deadline=deadline,
+        widths, kind, norm, seed, 100, lambda solve: _Pool(solve, hold=True), seconds=2.0,
+        attack_restarts=0,
     )  # fmt: skip
     assert pool.submitted == 1 and found.nodes == 1 and found.status.value == "time_limit"
     assert found.lower < truth * (1 - 1e-6)  # the centre's value: below the constant
