@@ -123,7 +123,8 @@ def _searched(
 def _pool_line(parts: LocalParts | DaskParts | None) -> str:
     """Where the part MIPs are solved (a progress line)."""
     if isinstance(parts, DaskParts):
-        return f"activation branch and bound: part MIPs on the Dask cluster at {parts.address}"
+        where = f"activation branch and bound: part MIPs on the Dask cluster at {parts.address}"
+        return where + parts.note()
     if isinstance(parts, LocalParts):
         return f"activation branch and bound: part MIPs on {parts.count} processes"
     return "activation branch and bound: part MIPs in this process, in turn"

@@ -119,6 +119,15 @@ class DaskParts:
         self.futures: dict[Any, int] = {}
         self.threads, self.threads_seen = 0, -float("inf")
 
+    def note(self) -> str:
+        """What the workers' threads call for (batch's wording), or ""."""
+        threads = self.client.nthreads()
+        if not threads:
+            return f"; the scheduler at {self.address} has no workers yet; parts wait for one"
+        if any(n > 1 for n in threads.values()):
+            return "; some Dask workers run several threads: start them with --nthreads 1"
+        return ""
+
     def free(self) -> int:
         """The cluster's worker threads (at least 1) less the parts in flight."""
         now = time.monotonic()
