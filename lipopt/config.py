@@ -25,6 +25,7 @@ from lipopt.options import (
     check_count,
     check_gap,
     check_positive,
+    check_text,
     declared,
     option,
 )
@@ -313,11 +314,27 @@ class SolveConfig:
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
         doc=(
             "processes for independent solves: the race of the two formulations, the splits' "
-            "halves and the ℓ1 norm's candidates solved side by side (HiGHS, SCIP); `1`: none"
+            "halves, the ℓ1 norm's candidates and the branch and bound's part MIPs solved side "
+            "by side (HiGHS, SCIP); `1`: none"
         ),
         shown="one per core",
-        help="processes for independent solves: the race of the two formulations, and the "
-        "l1 norm's candidates solved side by side (HiGHS, SCIP); default: one per core; 1: none",
+        help="processes for independent solves: the race of the two formulations, the l1 "
+        "norm's candidates and --bab's part MIPs solved side by side (HiGHS, SCIP); default: "
+        "one per core; 1: none",
+    )  # fmt: skip
+    scheduler: str | None = option(
+        None, kind=Kind.VALUE, group=Group.SPEED, type=str, metavar="ADDRESS", check=check_text,
+        doc=(
+            "with `--bab`: solve the branch and bound's part MIPs on the Dask cluster of this "
+            "scheduler (e.g. `tcp://scheduler.example:8786`) instead of this machine's "
+            "processes; only the parts go there, the search itself runs here. Needs the "
+            "`cluster` extra; a worker lost under a part has the part solved again "
+            "([performance](performance.md#the-parts-on-many-cores-or-a-dask-cluster))"
+        ),
+        shown="this machine",
+        help="with --bab: solve the branch and bound's part MIPs on the Dask cluster of this "
+        "scheduler (e.g. tcp://scheduler.example:8786) instead of this machine's --workers "
+        "processes; only the parts go there, the search runs here; needs the cluster extra",
     )  # fmt: skip
     verbose: bool = option(
         False, kind=Kind.FLAG, group=Group.OUTPUT, help="show the solver's log",

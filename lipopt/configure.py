@@ -196,8 +196,14 @@ def _check_regions(regions: Any, config: SolveConfig, query: Query) -> None:
 
 
 def _check_bab(config: SolveConfig, query: Query) -> None:
-    """``bab=True`` answers exact questions, of the norms its leaves can value exactly."""
+    """``bab=True`` answers exact questions, of the norms its leaves can value exactly; only
+    it has parts to send to a Dask ``scheduler``."""
     if config.bab is not True:
+        if config.scheduler is not None:
+            raise LipschitzError(
+                "scheduler sends the activation branch and bound's part MIPs to a Dask "
+                "cluster: it needs bab=True (--bab)"
+            )
         return
     if not config.exact:
         raise LipschitzError("bab (the activation branch and bound) needs mode 'exact'")

@@ -91,6 +91,7 @@ def lipschitz(
     regions: bool | str | RegionOptions = "auto",
     formulation: Formulation | str = "auto",
     workers: int | None = None,
+    scheduler: str | None = None,
     subnet_bounds: bool | str = "auto",
     attack: bool | str = "auto",
     sign_split: bool = False,
@@ -177,7 +178,12 @@ def lipschitz(
             the two formulations, and the candidates of the ℓ1 decomposition, solved side by
             side (:mod:`lipopt.parallel.workers`; HiGHS and SCIP). None (the default): one per
             core; 1:
-            everything in this process.
+            everything in this process. With ``bab=True`` also the branch and bound's part
+            MIPs (:mod:`lipopt.strategies.bab_pool`).
+        scheduler: with ``bab=True``, the address of a Dask scheduler (e.g.
+            ``"tcp://scheduler.example:8786"``) whose workers solve the branch and bound's part
+            MIPs instead of this machine's processes; only the parts go there. Needs the
+            ``cluster`` extra; a worker lost under a part has the part solved again.
         subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
             sub-networks up to each neuron, each a small MIP or, for a sub-network of one
             hidden layer on a box, a region search (:mod:`lipopt.search.subnets`), within

@@ -118,6 +118,12 @@ def check_count(name: str, value: Any) -> None:
         raise LipschitzError(f"{name} must be at least 1, got {value}")
 
 
+def check_text(name: str, value: Any) -> None:
+    """A non-empty string, or None."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise LipschitzError(f"{name} must be a non-empty string or None, got {value!r}")
+
+
 def check_bool(name: str, value: Any) -> None:
     """True or False only (1 or numpy's True would be silently ignored)."""
     if not isinstance(value, bool):

@@ -58,6 +58,7 @@ MODEL_KEYS: dict[str, str] = {
     "bab_nodes": "`--bab`: parts bounded by the activation branch and bound",
     "bab_pruned": "`--bab`: parts pruned by their bound",
     "bab_leaves": "`--bab`: parts of one activation pattern checked by a margin LP",
+    "bab_parts_solved": "`--bab`: parts answered by their MIP (in this process or a worker)",
 }
 
 #: keys of ``timings``, in the order the summary's ``time`` line lists them

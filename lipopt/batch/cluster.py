@@ -10,7 +10,8 @@ it the query is recorded as ``failed`` (never a wrong or missing line). A query 
 (cancelled without being asked) is submitted again, up to
 :data:`~lipopt.policy.BATCH_ATTEMPTS` times. On the way out (Ctrl-C) every query is cancelled,
 the running ones too: their workers kill their child processes and are free at once.
-Dask is the ``cluster`` extra: ``pip install 'lipopt[cluster]'``.
+Dask is the ``cluster`` extra: ``pip install 'lipopt[cluster]'``; the client and its one-line
+errors are :mod:`lipopt.parallel.cluster`'s, shared with ``lipopt solve --bab --scheduler``.
 """
 
 from __future__ import annotations
@@ -25,26 +26,8 @@ from lipopt.batch.execute import failed_line, network_of
 from lipopt.batch.isolated import run_in_child
 from lipopt.batch.tasks import Task
 from lipopt.network import Network
-
-
-class ClusterError(ValueError):
-    """Dask missing, or its scheduler unreachable (one line)."""
-
-
-def _client(address: str) -> Any:
-    """A client of the scheduler at ``address``, or a one-line error."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ClusterError(
-            "--scheduler needs Dask distributed: pip install 'lipopt[cluster]'"
-        ) from None
-    try:
-        return Client(address, timeout=policy.CLUSTER_CONNECT_SECONDS)
-    except Exception as exc:  # noqa: BLE001 - distributed raises many kinds; each is one line
-        hint = " (tls:// needs Dask's TLS settings)" if address.startswith("tls://") else ""
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {why}{hint}") from None
+from lipopt.parallel.cluster import ClusterError
+from lipopt.parallel.cluster import connect as _client
 
 
 def _network(network: Network) -> Network:

@@ -36,6 +36,10 @@ CAPTURE_LOCK_WAIT = 10.0
 PR_SET_PDEATHSIG = 1
 
 
+class WorkerLost(SolverFailure):
+    """A worker process ended (killed, out of memory) before it answered its task."""
+
+
 def available_cores() -> int:
     """Cores this process may run on."""
     try:
@@ -150,21 +154,26 @@ class ForkedWorkers:
     inherited from this process) on the tasks sent to it."""
 
     def __init__(self, count: int, handle: Callable[[Any], Any]) -> None:
-        ctx = mp.get_context("fork")
+        self.handle = handle
         self.started: list[tuple[Connection, Any]] = []  # every worker, until close()
         self.free: list[tuple[Connection, Any]] = []
         self.running: dict[Connection, tuple[Any, Any]] = {}
         try:
             for _ in range(count):
-                here, there = ctx.Pipe(duplex=True)
-                proc = ctx.Process(target=_serve, args=(there, handle, os.getpid()), daemon=True)
-                proc.start()
-                there.close()
-                self.started.append((here, proc))
-                self.free.append((here, proc))
+                self.add_worker()
         except BaseException:
             self.close()
             raise
+
+    def add_worker(self) -> None:
+        """Fork one more worker (e.g. in place of one that died), free for a task."""
+        ctx = mp.get_context("fork")
+        here, there = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=_serve, args=(there, self.handle, os.getpid()), daemon=True)
+        proc.start()
+        there.close()
+        self.started.append((here, proc))
+        self.free.append((here, proc))
 
     def idle(self) -> bool:
         return bool(self.free)
@@ -196,7 +205,7 @@ class ForkedWorkers:
         try:
             kind, payload = conn.recv()
         except EOFError:
-            died = SolverFailure(f"the worker process for task {tag!r} ended without an answer")
+            died = WorkerLost(f"the worker process for task {tag!r} ended without an answer")
             return tag, "error", died
         self.free.append((conn, proc))
         return tag, kind, payload
@@ -252,6 +261,7 @@ __all__ = [
     "FORK_SOLVERS",
     "ForkedWorkers",
     "InProcess",
+    "WorkerLost",
     "can_fork",
     "shared_floats",
     "worker_count",

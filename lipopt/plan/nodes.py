@@ -142,10 +142,14 @@ class Race:
 class ActivationBab:
     """Branch and bound on the activations (:mod:`lipopt.search.activation_bab`): Jacobian
     bounds on each part, margin LPs at the leaves; ``solver``: the adapter of its MIPs on
-    small parts (the user's solver; HiGHS for ``auto``)."""
+    small parts (the user's solver; HiGHS for ``auto``); ``workers``: processes that solve those
+    parts side by side (None: one per core; 1: in turn, here); ``scheduler``: a Dask
+    scheduler's address to solve them on instead."""
 
     options: ActivationBabOptions
     solver: str = "highs"
+    workers: int | None = None
+    scheduler: str | None = None
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
     return ActivationBab(
         ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at),
         solver=adapter_name(config.solver),
+        workers=config.workers,
+        scheduler=config.scheduler,
     )
 
 

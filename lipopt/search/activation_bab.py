@@ -28,7 +28,9 @@ falls as the search runs; it stops when the largest open ``U_S`` is within the g
 
 A node with at most ``mip_at`` unstable neurons may be handed to the caller's ``solve_part``,
 which answers ``(upper, lower, witness)`` for ``D_S`` (or None: keep splitting); it is given
-the best attained value, and an upper bound at or below it prunes the part.
+the best attained value, and an upper bound at or below it prunes the part. With a pool of
+workers (:mod:`lipopt.search.bab_pool`) such parts are solved several at once while the search
+goes on; a part in flight keeps its node's ``U_S`` in ``upper`` until its answer arrives.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -47,11 +48,10 @@ from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.bracket import closed
 from lipopt.domain import Domain
-from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.kinks import is_differentiable_at
 from lipopt.network import Network
-from lipopt.norms import InputNorm, OutputNorm
+from lipopt.norms import InputNorm
 from lipopt.search.activation_rules import (
     BRANCHING,
     branch_neuron,
@@ -59,56 +59,22 @@ from lipopt.search.activation_rules import (
     linear_part,
     pattern_value,
 )
+from lipopt.search.bab_node import (
+    ActivationBabOptions,
+    BabNode,
+    PartAnswer,
+    SolvePart,
+    start_witness,
+)
+from lipopt.search.bab_pool import PartPool, run_pooled
 from lipopt.search.kinds import identity_active, unstable_count
 from lipopt.status import Status
 from lipopt.verify import Dimension, check_region
 
 FloatArray = NDArray[np.float64]
 
-
-@dataclass(frozen=True)
-class ActivationBabOptions:
-    """Knobs of the activation branch and bound.
-
-    Attributes:
-        gap: stop when the largest open upper bound is at most ``lower (1 + gap)``.
-        node_limit: stop after this many nodes were expanded (None: no limit).
-        mip_at: hand a node with at most this many unstable neurons to ``solve_part``.
-        attack_restarts, attack_steps: the starting gradient attack (0 restarts: none).
-        branching: one of :data:`BRANCHING`.
-        slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
-        rng_seed: seeds the attack and the fallback samples.
-    """
-
-    gap: float = 1e-9
-    node_limit: int | None = None
-    mip_at: int = 0
-    attack_restarts: int = 8
-    attack_steps: int = 100
-    branching: str = "layer"
-    slope_iterations: int = 0
-    rng_seed: int = 0
-
-
-@dataclass(frozen=True)
-class BabNode:
-    """One sub-domain ``D_S``: its splits (neuron, True for ``z >= 0``), its bounds, its
-    certified upper bound on the objective, its count of unstable neurons and how many of the
-    first hidden layers (all stable) the margin LP showed to meet ``D`` in a full-dimensional
-    set (:meth:`_Search.check_prefix`)."""
-
-    splits: tuple[tuple[Neuron, bool], ...]
-    bounds: NetworkBounds
-    upper: float
-    unstable: int
-    checked: int = 0
-
-
-#: what ``solve_part`` answers for a node, given the best value attained so far (which it
-#: need only beat): a proven upper bound over ``D_S``, an attained value, and where (None: no
-#: point)
-PartAnswer = tuple[float, float, Witness | None]
-SolvePart = Callable[[BabNode, float], PartAnswer | None]
+#: the options of a search not given any
+DEFAULT_OPTIONS = ActivationBabOptions()
 
 
 @dataclass
@@ -143,34 +109,6 @@ class ActivationBabOutcome:
     root_unstable: int
 
 
-def start_witness(
-    network: Network,
-    domain: Domain,
-    seed: Seed,
-    norm: InputNorm,
-    options: ActivationBabOptions,
-    deadline: float | None = None,
-) -> Witness | None:
-    """An attained value to start from: the best of the domain's centre and a short gradient
-    attack (fixed c) or the best of 64 samples (an output norm), each through the margin LP
-    (:func:`best_witness`)."""
-    rng = np.random.default_rng(options.rng_seed)
-    lower, upper = domain.bounding_box()
-    inside = getattr(domain, "interior_point", None)  # a polytope's centre may lie outside it
-    candidates = [(lower + upper) / 2.0 if inside is None else inside]
-    if isinstance(seed, OutputNorm):
-        points = domain.sample(64, rng)
-        values = [value_at(network, p, seed, norm) for p in points]
-        candidates.append(points[int(np.argmax(values))])
-    elif options.attack_restarts > 0:
-        point, _ = gradient_attack(
-            network, domain, np.asarray(seed, dtype=np.float64), norm,
-            options.attack_restarts, options.attack_steps, rng, pool=200, deadline=deadline,
-        )  # fmt: skip
-        candidates.append(point)
-    return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
-
-
 class _Search:
     """The open nodes (a heap on ``-U_S``), the best attained value and what closed nodes and
     pruned nodes leave of the upper bound."""
@@ -190,6 +128,7 @@ class _Search:
         self.settled = 0.0  # closed leaves' values and pruned nodes' bounds: covered parts
         self.unclosed = 0.0  # undecided leaves' values, solve_part's upper bounds
         self.nodes = self.pruned = self.leaves = self.empty = self.solved = 0
+        self.flying: dict[int, BabNode] = {}  # parts sent to a pool, by tag, until answered
         self.rng = np.random.default_rng(options.rng_seed)
 
     def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
@@ -285,13 +224,21 @@ class _Search:
         if solve_part is not None and node.unstable <= self.options.mip_at:
             answer = solve_part(node, self.lower)
             if answer is not None:
-                self.solved += 1
-                upper, lower, witness = answer
-                if witness is not None:
-                    self.offer(lower, witness.point, witness.certified_pattern)
-                # the node's own bound holds too: a part MIP stopped early may prove less
-                self.unclosed = max(self.unclosed, min(upper, node.upper))
+                self.fold(node, answer)
                 return
+        self.split(node)
+
+    def fold(self, node: BabNode, answer: PartAnswer) -> None:
+        """A part's answer: its attained value is offered, and the smaller of its proven bound
+        and the node's own (a part MIP stopped early may prove less) covers ``D_S``."""
+        self.solved += 1
+        upper, lower, witness = answer
+        if witness is not None:
+            self.offer(lower, witness.point, witness.certified_pattern)
+        self.unclosed = max(self.unclosed, min(upper, node.upper))
+
+    def split(self, node: BabNode) -> None:
+        """Split the node on the branching rule's neuron: two children that cover it."""
         k, i = branch_neuron(node.bounds, self.options.branching, self.network.slopes)
         for active in (True, False):
             splits = dict(node.splits)
@@ -341,16 +288,19 @@ def activation_bab(
     seed: Seed,
     norm: InputNorm | str,
     *,
-    options: ActivationBabOptions = ActivationBabOptions(),
+    options: ActivationBabOptions = DEFAULT_OPTIONS,
     deadline: float | None = None,
     start: Witness | None = None,
-    solve_part: SolvePart | None = None,
+    solve_part: SolvePart | PartPool | None = None,
 ) -> ActivationBabOutcome:
     """Bracket (and, run to the end, find) ``max ||∇(c^T f)||_{α*}`` over ``domain`` by branch
     and bound on the activations (module docstring).
 
     ``seed``: the vector c or an :class:`OutputNorm`; ``deadline``: a ``time.perf_counter()``
-    time; ``start``: an attained value to begin with (default: :func:`start_witness`).
+    time; ``start``: an attained value to begin with (default: :func:`start_witness`);
+    ``solve_part``: answers one part at a time, or a :class:`~lipopt.search.bab_pool.PartPool`
+    that solves several at once while the search goes on
+    (:func:`~lipopt.search.bab_pool.run_pooled`).
     """
     began = time.perf_counter()
     norm = InputNorm.parse(norm)
@@ -365,9 +315,13 @@ def activation_bab(
     if root is None:  # cannot happen for a non-empty domain; kept for the type
         raise ValueError("activation branch and bound: the domain's bounds are empty")
     root_upper = search.make_node({}, root, None)
-    stopped = search.run(solve_part)
+    if isinstance(solve_part, PartPool):
+        stopped = run_pooled(search, solve_part)
+    else:
+        stopped = search.run(solve_part)
     opened = -search.heap[0][0] if search.heap else 0.0
-    upper = max(search.lower, search.settled, search.unclosed, opened)
+    flying = max((node.upper for node in search.flying.values()), default=0.0)
+    upper = max(search.lower, search.settled, search.unclosed, opened, flying)
     return ActivationBabOutcome(
         upper=float(upper),
         lower=float(search.lower),

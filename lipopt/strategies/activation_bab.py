@@ -3,7 +3,9 @@
 
 Its upper bound is the largest of the open parts' Jacobian bounds and the closed parts' values
 (the parts cover the domain); its lower bound a value attained at a point whose region the
-margin LP certified, so a closed search is exact and a stopped one a certified bracket.
+margin LP certified, so a closed search is exact and a stopped one a certified bracket. The
+part MIPs are solved side by side on ``workers`` forked processes or on the Dask cluster of
+``scheduler`` (:mod:`lipopt.strategies.bab_pool`); with one worker, in turn in this process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activa
 from lipopt.search.activation_rules import supports_parts
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.strategies.bab_parts import part_solver
+from lipopt.strategies.bab_pool import DaskParts, LocalParts, open_pool
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
@@ -89,18 +92,25 @@ def _searched(
     ctx.say("activation branch and bound: Jacobian bounds on each part...")
     began = time.perf_counter()
     deadline = None if limit is None else began + limit
-    if start is None:
-        start = _start(node, query, limit, ctx)
-    attack_seconds = time.perf_counter() - began
     solve_part: SolvePart | None = None
-    if node.options.mip_at > 0 and supports_parts(query):
-        solve_part = part_solver(
-            query, deadline, node.solver, refinements=ctx.policy.bab_part_refinements
-        )
-    found = activation_bab(
-        query.network, query.domain, query.seed, query.norm,
-        options=node.options, deadline=deadline, start=start, solve_part=solve_part,
-    )  # fmt: skip
+    parts = None
+    if node.options.mip_at > 0 and supports_parts(query):  # first: a cluster error at once
+        refinements = ctx.policy.bab_part_refinements
+        solve_part = part_solver(query, deadline, node.solver, refinements=refinements)
+        parts = open_pool(query, node.solver, refinements, deadline, node.workers, node.scheduler)
+        ctx.say(_pool_line(parts))
+    try:
+        if start is None:
+            start = _start(node, query, limit, ctx)
+        attack_seconds = time.perf_counter() - began
+        found = activation_bab(
+            query.network, query.domain, query.seed, query.norm,
+            options=node.options, deadline=deadline, start=start,
+            solve_part=solve_part if parts is None else parts,
+        )  # fmt: skip
+    finally:
+        if parts is not None:
+            parts.close()
     ctx.say(
         f"activation branch and bound: {counted(found.nodes, 'part')}, "
         f"{found.pruned} pruned, {counted(found.leaves, 'leaf LP')}, "
@@ -108,6 +118,16 @@ def _searched(
     )
     bracket = _bracket(found, node.solver)
     return replace(bracket, timings={"attack": attack_seconds, **bracket.timings})
+
+
+def _pool_line(parts: LocalParts | DaskParts | None) -> str:
+    """Where the part MIPs are solved (a progress line)."""
+    if isinstance(parts, DaskParts):
+        where = f"activation branch and bound: part MIPs on the Dask cluster at {parts.address}"
+        return where + parts.note()
+    if isinstance(parts, LocalParts):
+        return f"activation branch and bound: part MIPs on {parts.count} processes"
+    return "activation branch and bound: part MIPs in this process, in turn"
 
 
 def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:
@@ -134,6 +154,7 @@ def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:
         "bab_nodes": found.nodes,
         "bab_pruned": found.pruned,
         "bab_leaves": found.leaves,
+        "bab_parts_solved": found.solved,
     }
     witness = found.witness
     return Bracket(

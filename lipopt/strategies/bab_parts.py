@@ -81,6 +81,23 @@ def part_solver(
     return solve_part
 
 
+def solve_node(
+    query: Query,
+    root: NetworkBounds | None,
+    solver: str,
+    node: BabNode,
+    lower_left: tuple[float, float | None],
+    refinements: int,
+) -> PartAnswer | None:
+    """One part's MIP as :func:`part_solver`'s ``solve_part`` answers it, given the root's
+    bounds ``root`` (``split_bounds`` with no split), the best value attained ``lower`` and the
+    seconds ``left`` (None: no limit; at most 0: None)."""
+    left = lower_left[1]
+    if left is not None and left <= 0.0:
+        return None
+    return _solve(query, root, get(solver), node, lower_left, refinements)
+
+
 def _solve(
     query: Query,
     root: NetworkBounds | None,
@@ -175,4 +192,4 @@ def checked_witness(query: Query, node: BabNode, found: Witness | None) -> Witne
     return Witness(point, value, True)
 
 
-__all__ = ["add_sign_rows", "checked_witness", "part_solver", "sign_rows"]
+__all__ = ["add_sign_rows", "checked_witness", "part_solver", "sign_rows", "solve_node"]

@@ -1,0 +1,95 @@
+"""The values of the activation branch and bound (:mod:`lipopt.search.activation_bab`): its
+options, a node ``D_S`` of the search, what a part's MIP answers for one, and the attained value
+the search starts from. Here so that the search and the dispatch of its parts to other
+processes (:mod:`lipopt.search.bab_pool`) share them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from lipopt.bounds.constrained import Neuron
+from lipopt.bounds.interval import NetworkBounds, Seed
+from lipopt.domain import Domain
+from lipopt.heuristics.attack import gradient_attack
+from lipopt.heuristics.witness import Witness, best_witness, value_at
+from lipopt.network import Network
+from lipopt.norms import InputNorm, OutputNorm
+
+
+@dataclass(frozen=True)
+class ActivationBabOptions:
+    """Knobs of the activation branch and bound.
+
+    Attributes:
+        gap: stop when the largest open upper bound is at most ``lower (1 + gap)``.
+        node_limit: stop after this many nodes were expanded (None: no limit).
+        mip_at: hand a node with at most this many unstable neurons to ``solve_part``.
+        attack_restarts, attack_steps: the starting gradient attack (0 restarts: none).
+        branching: one of :data:`BRANCHING`.
+        slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
+        rng_seed: seeds the attack and the fallback samples.
+    """
+
+    gap: float = 1e-9
+    node_limit: int | None = None
+    mip_at: int = 0
+    attack_restarts: int = 8
+    attack_steps: int = 100
+    branching: str = "layer"
+    slope_iterations: int = 0
+    rng_seed: int = 0
+
+
+@dataclass(frozen=True)
+class BabNode:
+    """One sub-domain ``D_S``: its splits (neuron, True for ``z >= 0``), its bounds, its
+    certified upper bound on the objective, its count of unstable neurons and how many of the
+    first hidden layers (all stable) the margin LP showed to meet ``D`` in a full-dimensional
+    set (:meth:`_Search.check_prefix`)."""
+
+    splits: tuple[tuple[Neuron, bool], ...]
+    bounds: NetworkBounds
+    upper: float
+    unstable: int
+    checked: int = 0
+
+
+#: what ``solve_part`` answers for a node, given the best value attained so far (which it
+#: need only beat): a proven upper bound over ``D_S``, an attained value, and where (None: no
+#: point)
+PartAnswer = tuple[float, float, Witness | None]
+SolvePart = Callable[[BabNode, float], PartAnswer | None]
+
+
+def start_witness(
+    network: Network,
+    domain: Domain,
+    seed: Seed,
+    norm: InputNorm,
+    options: ActivationBabOptions,
+    deadline: float | None = None,
+) -> Witness | None:
+    """An attained value to start from: the best of the domain's centre and a short gradient
+    attack (fixed c) or the best of 64 samples (an output norm), each through the margin LP
+    (:func:`best_witness`)."""
+    rng = np.random.default_rng(options.rng_seed)
+    lower, upper = domain.bounding_box()
+    inside = getattr(domain, "interior_point", None)  # a polytope's centre may lie outside it
+    candidates = [(lower + upper) / 2.0 if inside is None else inside]
+    if isinstance(seed, OutputNorm):
+        points = domain.sample(64, rng)
+        values = [value_at(network, p, seed, norm) for p in points]
+        candidates.append(points[int(np.argmax(values))])
+    elif options.attack_restarts > 0:
+        point, _ = gradient_attack(
+            network, domain, np.asarray(seed, dtype=np.float64), norm,
+            options.attack_restarts, options.attack_steps, rng, pool=200, deadline=deadline,
+        )  # fmt: skip
+        candidates.append(point)
+    return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
+
+
+__all__ = ["ActivationBabOptions", "BabNode", "PartAnswer", "SolvePart", "start_witness"]

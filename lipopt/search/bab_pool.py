@@ -1,0 +1,179 @@
+"""The activation branch and bound with its part MIPs solved by a pool of workers.
+
+:func:`run_pooled` is :meth:`lipopt.search.activation_bab._Search.run` with the parts (nodes of
+at most ``mip_at`` unstable neurons) sent to a :class:`PartPool` (forked processes, a Dask
+cluster: :mod:`lipopt.strategies.bab_pool`) instead of solved in turn: the search keeps
+expanding the other open nodes while parts are in flight, and folds each answer in as the
+serial search does (:meth:`~lipopt.search.activation_bab._Search.fold`).
+
+**Soundness.** The open nodes, the parts in flight, the closed leaves, the answered parts and
+the pruned nodes cover ``D`` at every step (a node leaves the heap only to be split into
+children that cover it, to be pruned, closed or dropped as before, or to fly). A node in flight
+keeps its certified ``U_S`` in the search's upper bound until its answer arrives
+(:func:`~lipopt.search.activation_bab.activation_bab` takes the largest ``U_S`` of
+``search.flying``), so the bracket is sound whenever the search stops. A node in flight whose
+``U_S`` falls to ``lower (1 + gap)`` is pruned there (its answer, when it comes, only offers its
+attained value). A part whose worker died (:data:`PartLost.LOST`) is sent again, up to
+:data:`~lipopt.policy.BATCH_ATTEMPTS` times (a batch query's attempts); after that its node's
+``U_S`` is kept as an unclosed upper bound — never dropped. A part the solver proved nothing on
+(None) is split, as the serial search splits it.
+
+**The same answer.** Each part's answer is a proven bound and an attained value on its own
+``D_S``, whichever worker gives it and whenever; only the cutoff (the best value attained when
+it was sent) and the order of pruning differ with the workers. So a search that finishes closes
+on the same exact constant (within the exact tolerance) for any pool, and for the serial search.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt import policy
+from lipopt.search.bab_node import ActivationBabOptions, BabNode, PartAnswer
+
+#: seconds to wait for a part's answer in one go while nothing else can be done (the deadline
+#: is checked between waits)
+WAIT_SECONDS = 0.5
+
+
+class PartLost(Enum):
+    """A part's worker died before it answered."""
+
+    LOST = "lost"
+
+
+#: what a pool gives back for a part: its answer, None (the solver proved nothing: split it) or
+#: :data:`PartLost.LOST`
+PartOutcome = PartAnswer | None | PartLost
+
+
+@runtime_checkable
+class PartPool(Protocol):
+    """Workers that solve parts: ``submit`` sends one (with the best value attained so far, its
+    cutoff), ``answers`` gives back those that finished, waiting up to ``timeout`` seconds for
+    the first."""
+
+    def free(self) -> int:
+        """How many parts it takes now without queueing them."""
+        ...
+
+    def submit(self, tag: int, node: BabNode, lower: float) -> None: ...
+
+    def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]: ...
+
+
+class Searching(Protocol):
+    """What :func:`run_pooled` uses of the search
+    (:class:`~lipopt.search.activation_bab._Search`)."""
+
+    heap: list[tuple[float, int, BabNode]]
+    flying: dict[int, BabNode]
+    options: ActivationBabOptions
+    deadline: float | None
+    lower: float
+    settled: float
+    unclosed: float
+    nodes: int
+    pruned: int
+
+    def prunable(self, upper: float) -> bool: ...
+
+    def offer(self, value: float, point: NDArray[np.float64] | None, certified: bool) -> None: ...
+
+    def fold(self, node: BabNode, answer: PartAnswer) -> None: ...
+
+    def split(self, node: BabNode) -> None: ...
+
+
+def run_pooled(search: Searching, pool: PartPool) -> str:
+    """Expand best-first, parts sent to ``pool``, until closed or a limit: ``"done"``,
+    ``"time"`` or ``"nodes"`` (as the serial run). A stop leaves the parts in flight in
+    ``search.flying``, their ``U_S`` counted in the bracket."""
+    tags = itertools.count()
+    tries: dict[int, int] = {}
+    limit = search.options.node_limit
+    while search.heap or search.flying:
+        _prune(search)
+        wait = _waits(search, pool)
+        for tag, outcome in pool.answers(_wait_time(search) if wait else 0.0):
+            _land(search, pool, tag, outcome, tries)
+        _prune(search)
+        if search.deadline is not None and time.perf_counter() >= search.deadline:
+            return "time"
+        if not search.heap or _waits(search, pool):
+            continue
+        if limit is not None and search.nodes >= limit:
+            return "nodes"
+        _, _, node = heapq.heappop(search.heap)
+        search.nodes += 1
+        if node.unstable <= search.options.mip_at:
+            tag = next(tags)
+            tries[tag] = 1
+            search.flying[tag] = node
+            pool.submit(tag, node, search.lower)
+        else:
+            search.split(node)
+    return "done"
+
+
+def _waits(search: Searching, pool: PartPool) -> bool:
+    """Nothing to expand now: no open node, or the best one is a part and no worker is free."""
+    if not search.heap:
+        return bool(search.flying)
+    return search.heap[0][2].unstable <= search.options.mip_at and pool.free() <= 0
+
+
+def _wait_time(search: Searching) -> float:
+    if search.deadline is None:
+        return WAIT_SECONDS
+    return max(0.0, min(WAIT_SECONDS, search.deadline - time.perf_counter()))
+
+
+def _prune(search: Searching) -> None:
+    """Every open node and part in flight whose ``U_S`` is within the gap of ``lower``."""
+    if search.heap and search.prunable(search.heap[0][2].upper):  # the heap's largest bound
+        search.pruned += len(search.heap)
+        search.settled = max(search.settled, search.heap[0][2].upper)
+        search.heap.clear()
+    for tag, node in list(search.flying.items()):
+        if search.prunable(node.upper):
+            del search.flying[tag]
+            search.pruned += 1
+            search.settled = max(search.settled, node.upper)
+
+
+def _land(
+    search: Searching, pool: PartPool, tag: int, outcome: PartOutcome, tries: dict[int, int]
+) -> None:
+    """One part's outcome: folded in; split (None); sent again or kept unclosed (lost)."""
+    node = search.flying.pop(tag, None)
+    if isinstance(outcome, PartLost):
+        if node is None:
+            return
+        if tries[tag] < policy.BATCH_ATTEMPTS:
+            tries[tag] += 1
+            search.flying[tag] = node
+            pool.submit(tag, node, search.lower)
+        else:  # its own bound still covers D_S
+            search.unclosed = max(search.unclosed, node.upper)
+        return
+    if outcome is None:
+        if node is not None:
+            search.split(node)
+        return
+    if node is None:  # pruned while in flight: only its attained value counts
+        _, lower, witness = outcome
+        if witness is not None:
+            search.offer(lower, witness.point, witness.certified_pattern)
+        return
+    search.fold(node, outcome)
+
+
+__all__ = ["PartLost", "PartOutcome", "PartPool", "run_pooled"]

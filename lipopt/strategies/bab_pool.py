@@ -1,0 +1,204 @@
+"""Pools that solve the activation branch and bound's part MIPs side by side
+(:class:`lipopt.search.bab_pool.PartPool`): forked processes of this machine
+(:class:`LocalParts`, ``workers``) or the workers of a Dask cluster (:class:`DaskParts`,
+``scheduler``, through :mod:`lipopt.parallel.cluster` as ``lipopt batch --scheduler``).
+
+Every part is answered by :func:`solve_remote`: the MIP of
+:func:`lipopt.strategies.bab_parts.solve_node` on the node's bounds, under the cutoff it was
+sent with, within the seconds left to the query's deadline. It proves the same things wherever
+it runs (:mod:`lipopt.strategies.bab_parts`): a bound over ``D_S`` and a value attained at a
+point that is checked again in numpy, on that worker. A worker that dies under a part gives
+:data:`~lipopt.search.bab_pool.PartLost.LOST` (a forked one is replaced at once; Dask's scheduler
+first runs the part again on another worker itself, up to its ``allowed-failures``), and the
+search sends the part again or keeps its node's bound (:func:`~lipopt.search.bab_pool.run_pooled`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+from lipopt.bounds.constrained import split_bounds
+from lipopt.bounds.interval import NetworkBounds
+from lipopt.parallel.cluster import connect, held
+from lipopt.parallel.workers import ForkedWorkers, WorkerLost, available_cores, worker_count
+from lipopt.query import Query
+from lipopt.search.bab_node import BabNode, PartAnswer
+from lipopt.search.bab_pool import PartLost, PartOutcome
+from lipopt.strategies.bab_parts import solve_node
+
+#: this process's root bounds of the last query a part was solved for (a worker answers many
+#: parts of one query: the root's bounds are computed once)
+_ROOT: list[tuple[Query, NetworkBounds | None]] = []
+
+#: seconds between two questions to the Dask scheduler about its workers' threads
+THREADS_SEEN_SECONDS = 1.0
+
+
+def root_bounds(query: Query) -> NetworkBounds | None:
+    """``split_bounds`` of ``query`` with no split, kept for the next part of the same query."""
+    if _ROOT and _ROOT[0][0] is query:
+        return _ROOT[0][1]
+    root = split_bounds(query.network, query.domain, query.seed, {})
+    _ROOT[:] = [(query, root)]
+    return root
+
+
+def solve_remote(
+    query: Query, node: BabNode, lower: float, left: float | None, solver: str, refinements: int
+) -> PartAnswer | None:
+    """One part on a worker: :func:`~lipopt.strategies.bab_parts.solve_node` under the cutoff
+    ``lower`` within ``left`` seconds (None: no limit)."""
+    return solve_node(query, root_bounds(query), solver, node, (lower, left), refinements)
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.perf_counter()
+
+
+class LocalParts:
+    """``count`` forked processes, each a copy of this one (the query and the root's bounds
+    inherited, not sent); a part is its node and cutoff over a pipe."""
+
+    def __init__(
+        self, count: int, query: Query, solver: str, refinements: int, deadline: float | None
+    ) -> None:
+        root_bounds(query)  # once, here: the workers inherit it
+
+        def handle(task: tuple[BabNode, float]) -> PartAnswer | None:
+            node, lower = task
+            return solve_remote(query, node, lower, _left(deadline), solver, refinements)
+
+        self.count = count
+        self.workers = ForkedWorkers(count, handle)
+
+    def free(self) -> int:
+        return len(self.workers.free)
+
+    def submit(self, tag: int, node: BabNode, lower: float) -> None:
+        self.workers.submit((node, lower), tag)
+
+    def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]:
+        """The parts that finished (the first waited for up to ``timeout`` seconds); a dead
+        worker's part is LOST and a new worker forked in its place; a part's error is raised."""
+        out: list[tuple[int, PartOutcome]] = []
+        wait: float = timeout
+        while self.workers.busy():
+            outcome = self.workers.next_outcome(wait)
+            if outcome is None:
+                break
+            tag, kind, payload = outcome
+            if kind == "ok":
+                out.append((tag, payload))
+            elif isinstance(payload, WorkerLost):
+                self.workers.add_worker()
+                out.append((tag, PartLost.LOST))
+            else:
+                raise payload
+            wait = 0.0
+        return out
+
+    def close(self) -> None:
+        self.workers.close()
+
+
+class DaskParts:
+    """The parts as Dask tasks on the cluster of the scheduler at ``address``; the query is a
+    task of its own (computed again if the worker holding it dies), sent to each worker once."""
+
+    def __init__(
+        self, address: str, query: Query, solver: str, refinements: int, deadline: float | None
+    ) -> None:
+        self.address = address
+        self.client = connect(address)
+        self.solver, self.refinements, self.deadline = solver, refinements, deadline
+        with warnings.catch_warnings():  # a large network is sent once: Dask's size warning
+            warnings.simplefilter("ignore")
+            self.query = self.client.submit(held, query, pure=False)
+        self.futures: dict[Any, int] = {}
+        self.threads, self.threads_seen = 0, -float("inf")
+
+    def note(self) -> str:
+        """What the workers' threads call for (batch's wording), or ""."""
+        threads = self.client.nthreads()
+        if not threads:
+            return f"; the scheduler at {self.address} has no workers yet; parts wait for one"
+        if any(n > 1 for n in threads.values()):
+            return "; some Dask workers run several threads: start them with --nthreads 1"
+        return ""
+
+    def free(self) -> int:
+        """The cluster's worker threads (at least 1) less the parts in flight."""
+        now = time.monotonic()
+        if now - self.threads_seen >= THREADS_SEEN_SECONDS:
+            self.threads_seen = now
+            self.threads = sum(self.client.nthreads().values())
+        return max(self.threads, 1) - len(self.futures)
+
+    def submit(self, tag: int, node: BabNode, lower: float) -> None:
+        future = self.client.submit(
+            solve_remote, self.query, node, lower, _left(self.deadline), self.solver,
+            self.refinements, pure=False,
+        )  # fmt: skip
+        self.futures[future] = tag
+
+    def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]:
+        """The parts that finished (the first waited for up to ``timeout`` seconds): a worker
+        Dask gave up on (``KilledWorker``) or a part it dropped is LOST; a part's error is
+        raised."""
+        from distributed import wait
+
+        done = [future for future in self.futures if future.done()]
+        if not done and self.futures and timeout > 0:
+            try:
+                wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            done = [future for future in self.futures if future.done()]
+        return [(self.futures.pop(future), _outcome(future)) for future in done]
+
+    def close(self) -> None:
+        """Cancel the parts still in flight and the query, and close the client (quietly if
+        the scheduler is gone)."""
+        try:
+            self.client.cancel([*self.futures, self.query], force=True)
+            self.client.close(timeout=5)
+        except Exception:  # noqa: BLE001 - nothing more can be done for a lost scheduler
+            pass
+
+
+def _outcome(future: Any) -> PartOutcome:
+    """A finished Dask part's outcome (see :meth:`DaskParts.answers`)."""
+    if future.status == "finished":
+        answer: PartAnswer | None = future.result()
+        return answer
+    if future.status == "error":
+        error = future.exception()
+        if type(error).__name__ == "KilledWorker":
+            return PartLost.LOST
+        raise error
+    return PartLost.LOST  # cancelled: Dask dropped it
+
+
+def open_pool(
+    query: Query,
+    solver: str,
+    refinements: int,
+    deadline: float | None,
+    workers: int | None,
+    scheduler: str | None,
+) -> LocalParts | DaskParts | None:
+    """The pool for the parts of ``query``: the Dask cluster of ``scheduler``, else
+    ``workers`` forked processes (None: one per core) where the solver can be forked and two
+    or more are allowed (:func:`~lipopt.parallel.workers.worker_count`); None: none, the
+    parts are solved in this process in turn."""
+    if scheduler is not None:
+        return DaskParts(scheduler, query, solver, refinements, deadline)
+    count = worker_count(solver, workers, available_cores())
+    if count <= 1:
+        return None
+    return LocalParts(count, query, solver, refinements, deadline)
+
+
+__all__ = ["DaskParts", "LocalParts", "open_pool", "root_bounds", "solve_remote"]
