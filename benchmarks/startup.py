@@ -1,4 +1,5 @@
-"""Start-up cost (issue 26): ``import lipopt`` and a whole ``lipopt solve`` of a small network.
+"""Start-up cost (issues 26, 45 item 6): ``import lipopt`` and a whole ``lipopt solve`` of a small
+network.
 
     PYTHONPATH=. python benchmarks/startup.py                          # this checkout
     PYTHONPATH=. python benchmarks/startup.py --vs /path/to/checkout   # side by side, in turn
@@ -8,7 +9,14 @@ solve`` on a [2, 8, 8, 1] network over the unit box, written by this script, and
 2-input model), once to warm the disk cache and then ``--runs`` times, alternating with the
 other checkout's when ``--vs`` is given, so both see the same machine. The table gives the
 median, min and max wall seconds and the ratio of the medians; below it, the heaviest imports
-of one solve (``python -X importtime``), which is where a small solve's time goes.
+of one solve (``python -X importtime``) and the floor: the packages a small solve imports, added
+one at a time in fresh processes of this checkout, which is where its time goes.
+
+Bytecode is cached as an installed package's is: the children run without
+``PYTHONDONTWRITEBYTECODE`` and with ``PYTHONPYCACHEPREFIX`` in a temporary folder, so the
+warm-up run compiles each checkout once and nothing is written into them. ``--compile`` keeps
+the environment's setting instead (with ``PYTHONDONTWRITEBYTECODE=1`` every run compiles
+lipopt from source: 0.13 s more CPU time for the small solve, measured here).
 """
 
 from __future__ import annotations
@@ -49,9 +57,49 @@ def commands(tiny: Path, tree: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+#: the children's environment besides PYTHONPATH (``main`` sets the bytecode cache here)
+CHILD_ENV: dict[str, str] = {}
+
+
+def child_env(tree: Path) -> dict[str, str]:
+    """The environment of a measured process: ``tree`` importable, :data:`CHILD_ENV` applied
+    (an empty value removes the variable)."""
+    env = dict(os.environ, PYTHONPATH=str(tree), **CHILD_ENV)
+    return {key: value for key, value in env.items() if value}
+
+
+#: the imports of a small solve, each row adding one package to those above it (SciPy's
+#: stats, integrate and spatial deferred before Pyomo is imported, as a solve does them)
+FLOOR = (
+    ("python (no import)", "pass"),
+    ("+ numpy", "import numpy"),
+    ("+ scipy.sparse (Pyomo's standard form, lipopt.domain)",
+     "import lipopt.lazy; lipopt.lazy.defer_scipy_extras(); import scipy.sparse"),
+    ("+ pyomo.core and its standard-form compiler", "import pyomo.core, "
+     "pyomo.repn.plugins.standard_form"),
+    ("+ highspy", "import highspy"),
+    ("+ onnx", "import onnx"),
+    ("+ scipy.optimize (the margin LP's linprog, lipopt/verify.py)", "import scipy.optimize"),
+    ("+ lipopt's modules of a solve", "import lipopt.cli.solve"),
+)  # fmt: skip
+
+
+def floor(tree: Path, runs: int) -> list[tuple[str, float]]:
+    """Per row of :data:`FLOOR` the median wall seconds of a fresh process importing it and
+    every row above it (one warm-up each, then ``runs`` rounds over the rows in turn)."""
+    codes = ["; ".join(stmt for _, stmt in FLOOR[: i + 1]) for i in range(len(FLOOR))]
+    times: list[list[float]] = [[] for _ in FLOOR]
+    for round_ in range(runs + 1):
+        for i, code in enumerate(codes):
+            seconds = wall([sys.executable, "-c", code], tree)
+            if round_:
+                times[i].append(seconds)
+    return [(label, statistics.median(t)) for (label, _), t in zip(FLOOR, times)]
+
+
 def wall(command: list[str], tree: Path) -> float:
     """Seconds of one run of ``command`` (which must succeed) with ``tree`` importable."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = child_env(tree)
     start = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True, cwd=tree)
     return time.perf_counter() - start
@@ -60,7 +108,7 @@ def wall(command: list[str], tree: Path) -> float:
 def heaviest_imports(command: list[str], tree: Path, count: int = 8) -> list[tuple[str, float]]:
     """Seconds of ``command``'s imports by top-level package (``python -X importtime``: the
     cumulative times of the outermost imports, added up per package), the ``count`` largest."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = child_env(tree)
     run = [command[0], "-X", "importtime", *command[1:]]
     done = subprocess.run(run, env=env, check=True, capture_output=True, text=True, cwd=tree)
     totals: dict[str, float] = {}
@@ -112,15 +160,47 @@ def _commit(tree: Path) -> str:
     return done.stdout.decode().strip() or "unknown"
 
 
+def floor_lines(rows: list[tuple[str, float]], runs: int) -> list[str]:
+    """The floor table: each row's median and what it adds to the row above."""
+    lines = [
+        f"Where a small solve's time goes: fresh processes of this checkout importing the packages "
+        f"of a solve, one more each row (median of {runs} after one warm-up, wall seconds):",
+        "",
+        "| imports | s | added s |",
+        "|---|---|---|",
+    ]
+    before = 0.0
+    for label, seconds in rows:
+        lines.append(f"| {label} | {seconds:.2f} | {seconds - before:+.2f} |")
+        before = seconds
+    return lines
+
+
+def history(out: Path) -> list[str]:
+    """The earlier results in ``out`` (its title line dropped), kept below the new ones."""
+    if not out.exists():
+        return []
+    old = out.read_text().splitlines()
+    if old and old[0].startswith("# "):
+        old = old[1:]
+    return ["## An earlier run", *old]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="counted runs of each (default 7)")
     parser.add_argument("--vs", type=Path, help="another checkout, measured in turn with this one")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
+    parser.add_argument(
+        "--compile", action="store_true",
+        help="keep the environment's bytecode setting (default: cached, in a temporary folder)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     trees = {"this": ROOT} if args.vs is None else {"this": ROOT, "other": args.vs.resolve()}
     commit = {side: _commit(tree) for side, tree in trees.items()}
     with tempfile.TemporaryDirectory() as folder:
+        if not args.compile:
+            CHILD_ENV.update(PYTHONDONTWRITEBYTECODE="", PYTHONPYCACHEPREFIX=str(Path(folder)))
         tiny = save_onnx(
             random_network(np.random.default_rng(0), [2, 8, 8, 1]), Path(folder) / "t.onnx"
         )
@@ -128,16 +208,25 @@ def main(argv: list[str] | None = None) -> int:
         times = measure(trees, tiny, args.runs)
         solve = commands(tiny, ROOT)["lipopt solve [2,8,8,1] --box 0,1"]
         heavy = heaviest_imports(solve, ROOT)
+        rows = floor(ROOT, args.runs)
+    bytecode = (
+        "the environment's bytecode setting"
+        if args.compile
+        else "bytecode cached (after the warm-up) in a temporary PYTHONPYCACHEPREFIX"
+    )
     lines = [
         "# Start-up: `import lipopt` and small solves",
         "",
         "`python benchmarks/startup.py"
         + (" --vs OTHER" if args.vs else "")
-        + f" --runs {args.runs}` "
-        f"on {cpu_name()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
+        + f" --runs {args.runs}"
+        + (" --compile" if args.compile else "")
+        + f"` on {cpu_name()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
         f"started {started}; this = {commit['this']}"
         + (f", other = {commit['other']}" if args.vs else "")
-        + f"; {args.runs} runs each after one warm-up, whole processes, wall seconds.",
+        + f"; {args.runs} runs each after one warm-up, whole processes, wall seconds; "
+        + bytecode
+        + ".",
         "",
         *table(times, trees),
         "",
@@ -149,8 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|",
         *[f"| {name} | {seconds:.3f} |" for name, seconds in heavy],
         "",
+        *floor_lines(rows, args.runs),
+        "",
     ]
-    write_text_atomic(args.out, "\n".join(lines))
+    write_text_atomic(args.out, "\n".join(lines + history(args.out)))
     print("\n".join(lines))
     return 0
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lipopt.batch import SolveOptions, Task, read_instances, run_batch
-from lipopt.batch.instances import ignored_note
-from lipopt.batch.local import LocalPool
 from lipopt.cli.common import add_config_arguments, config_options
 from lipopt.cli.exits import exit_status
 from lipopt.domain import load_vector
 from lipopt.norms import InputNorm, OutputNorm
 from lipopt.parallel.workers import available_cores
+
+if TYPE_CHECKING:  # lipopt.batch (and lipopt.io.vnnlib under it) is imported when a batch runs
+    from lipopt.batch import SolveOptions, Task
 
 BATCH_EPILOG = """\
 examples:
@@ -104,6 +105,8 @@ def add_running_arguments(parser: argparse.ArgumentParser) -> None:
 
 def solve_options(args: argparse.Namespace) -> SolveOptions:
     """The command line's Lipschitz options."""
+    from lipopt.batch import SolveOptions
+
     c = None if args.c is None else tuple(float(v) for v in load_vector(args.c, "--c"))
     options = {name: getattr(args, name) for name in config_options(batch=True)}
     return SolveOptions(norm=args.norm, c=c, output_norm=args.output_norm, **options)
@@ -112,6 +115,9 @@ def solve_options(args: argparse.Namespace) -> SolveOptions:
 def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> int:
     """Run ``tasks`` into ``--out`` on the pool or cluster the options name; print the
     summary; 0 when every query is answered, 3 when one failed or its solver did."""
+    from lipopt.batch import run_batch
+    from lipopt.batch.local import LocalPool
+
     if args.scheduler is not None:
         if args.jobs is not None:
             raise ValueError("--jobs is for this machine; the cluster's workers set its size")
@@ -131,6 +137,9 @@ def run_tasks(tasks: Sequence[Task], args: argparse.Namespace, command: str) -> 
 
 def run_batch_command(args: argparse.Namespace) -> int:
     """``lipopt batch``: read and check every instance, then run those not yet answered."""
+    from lipopt.batch import read_instances
+    from lipopt.batch.instances import ignored_note
+
     tasks = read_instances(args.instances, solve_options(args))
     note = ignored_note(tasks)
     if note and not args.quiet:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from lipopt.batch import PointSet, point_tasks
 from lipopt.certify import BUDGET_SPENT, CertifyMethod, CertifyResult, certify, check_certify
 from lipopt.cli.batch import run_tasks
 from lipopt.cli.common import _progress, add_clip_argument, add_config_arguments
@@ -221,6 +220,8 @@ def _check_mode(args: argparse.Namespace) -> None:
 
 def _run_points(args: argparse.Namespace) -> int:
     """``--points``: one certify query per point and radius, run as a batch into --out."""
+    from lipopt.batch import PointSet, point_tasks  # a batch's modules: not for one centre
+
     spec = PointSet(
         model=args.model, points=args.points, labels=args.labels, radii=_radii(args.radius),
         ball=args.ball, method=args.method,

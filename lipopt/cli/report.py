@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lipopt.batch.plot import plot_certified
-from lipopt.batch.report import format_summary, read_results, write_csv
-
 REPORT_EPILOG = """\
 examples:
   # counts by status, time quantiles, value and gap ranges, the certification table
@@ -59,6 +56,9 @@ def run_report(args: argparse.Namespace) -> int:
     """Read the results file, write the CSV asked for, print the summary, then plot; a plot
     that cannot be made (no certify lines, no matplotlib) is a ``ValueError`` raised after the
     summary is printed (one line on stderr, exit 2)."""
+    from lipopt.batch.plot import plot_certified  # lipopt.batch: not for the other commands
+    from lipopt.batch.report import format_summary, read_results, write_csv
+
     for option, out in (("--csv", args.csv), ("--plot", args.plot)):
         if out and Path(out).resolve() == Path(args.file).resolve():
             raise ValueError(f"{option} would overwrite the results file {args.file}")

@@ -22,13 +22,13 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.formulation.terms import Term, is_constant, linear_map
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 
 def add_switch(

@@ -25,14 +25,14 @@ from lipopt.formulation.l2 import (
 from lipopt.formulation.objective import Candidate, add_dual_ball, add_objective
 from lipopt.formulation.tangent import add_tangent
 from lipopt.formulation.terms import Term
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm, _parse
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 
 class Formulation(str, Enum):

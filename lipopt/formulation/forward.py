@@ -25,13 +25,13 @@ from lipopt.activation import apply
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.domain import Domain, L1Ball, L2Ball, ball_part, cut_rows
 from lipopt.formulation.terms import Term, is_constant, linear_map
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 
 def _box_input(model: pe.ConcreteModel, lower: np.ndarray, upper: np.ndarray) -> list[Term]:

@@ -29,12 +29,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.formulation.terms import Term, is_constant
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 FloatArray = NDArray[np.float64]
 

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lipopt.formulation.terms import Term, is_constant
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.norms import InputNorm, OutputNorm
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 
 def _l1_of_gradient(

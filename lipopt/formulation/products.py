@@ -38,13 +38,13 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import NeuronState
 from lipopt.formulation.backward import backward_constraints
 from lipopt.formulation.objective import Candidate, set_cutoff
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 FloatArray = NDArray[np.float64]
 

@@ -31,14 +31,14 @@ from lipopt.bounds.tangent import TangentBounds
 from lipopt.formulation.backward import add_switched_layer
 from lipopt.formulation.objective import box_ball, l1_ball
 from lipopt.formulation.terms import Term, linear_map
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
 if TYPE_CHECKING:  # the module itself, so that annotations may name pe.ConcreteModel
     import pyomo.environ as pe
 else:
-    pe = lazy_module("pyomo.environ")
+    pe = lazy_module(PYOMO)
 
 #: the unit ball of each input norm, as variables ``v`` (ℓ∞) or ``v_pos - v_neg`` (ℓ1)
 DIRECTION_BALLS: dict[InputNorm, Callable[[pe.ConcreteModel, int], list[Term]]] = {

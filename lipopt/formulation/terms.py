@@ -9,9 +9,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 
-pe = lazy_module("pyomo.environ")
+pe = lazy_module(PYOMO)
 
 Term = Union[float, Any]  # a Python float or a Pyomo expression / variable
 

@@ -152,7 +152,7 @@ def constant_objective_result(model: pe.ConcreteModel, solver: str) -> SolveResu
         return None
     # the constant term, not pe.value(expr): a zero coefficient (0.0 * x) leaves degree 0 with a
     # variable in the expression that may have no value
-    import pyomo.environ as pe
+    import pyomo.core as pe  # lipopt.lazy.PYOMO
     from pyomo.repn import generate_standard_repn
 
     value = float(pe.value(generate_standard_repn(expr, quadratic=False).constant))

@@ -86,7 +86,7 @@ def compile_model(model: pe.ConcreteModel) -> CompiledModel:
     (``<=``: ``(-inf, rhs]``, ``>=``: ``[rhs, inf)``, ``==``: ``[rhs, rhs]``); fixed variables
     are moved into the right-hand sides and the objective's offset."""
     import highspy
-    import pyomo.environ as pe
+    import pyomo.core as pe  # lipopt.lazy.PYOMO
     from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
     objective = next(model.component_data_objects(pe.Objective, active=True))
@@ -192,7 +192,7 @@ class HighsSolver(Adapter):
         return _version()
 
     def _solve(self, model: pe.ConcreteModel, options: SolveOptions) -> SolveResult:
-        import pyomo.environ as pe
+        import pyomo.core as pe  # lipopt.lazy.PYOMO
         from pyomo.common.errors import InfeasibleConstraintException
 
         start = time.perf_counter()
@@ -309,7 +309,7 @@ class _Run:
         """Why HiGHS stopped, its incumbent (divided back by the objective's scale), its bound
         (a MIP's dual bound; an LP's optimum) and the point, by Pyomo variable."""
         import highspy
-        import pyomo.environ as pe
+        import pyomo.core as pe  # lipopt.lazy.PYOMO
 
         status = highs.getModelStatus()
         asked = status in (

@@ -102,7 +102,7 @@ def _quadratic(expr: Any, column_of: dict[int, Any]) -> Any:
 
 
 def _bound(value: Any) -> float | None:
-    import pyomo.environ as pe
+    import pyomo.core as pe  # lipopt.lazy.PYOMO
 
     return None if value is None else float(pe.value(value))
 
@@ -209,7 +209,7 @@ class ScipSolver(Adapter):
         """The solved SCIP model's answer: its best solution (objective and values by Pyomo
         variable), its dual bound (the incumbent at an optimum; a gap stop within the exact
         solve's gap counts as optimal) and its node count."""
-        import pyomo.environ as pe
+        import pyomo.core as pe  # lipopt.lazy.PYOMO
 
         incumbent = None
         values = None
@@ -242,7 +242,7 @@ class ScipSolver(Adapter):
         constraint, the objective maximised. Returns it (None when a constraint of fixed
         variables alone is violated: the model is infeasible) with the (Pyomo, SCIP) variable
         pairs, whose SCIP side is None for a fixed variable."""
-        import pyomo.environ as pe
+        import pyomo.core as pe  # lipopt.lazy.PYOMO
         import pyscipopt
 
         scip = pyscipopt.Model("lipschitz")

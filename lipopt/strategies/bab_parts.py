@@ -52,14 +52,14 @@ from lipopt.formulation.objective import set_cutoff
 from lipopt.formulation.terms import Term, is_constant, linear_map
 from lipopt.heuristics.witness import Witness, below, value_at
 from lipopt.kinks import is_differentiable_at
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.network import Network
 from lipopt.query import Query
 from lipopt.search.activation_bab import BabNode, PartAnswer, SolvePart
 from lipopt.solvers import SolveOptions, SolverError, get
 from lipopt.strategies.refine import ModelProblem, solve_refined
 
-pe = lazy_module("pyomo.environ")
+pe = lazy_module(PYOMO)
 
 
 def part_solver(

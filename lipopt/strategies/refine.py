@@ -23,14 +23,14 @@ from lipopt.formulation import LipschitzModel
 from lipopt.formulation.forward import add_tangent_cut
 from lipopt.heuristics.attack import project
 from lipopt.heuristics.witness import Witness, best_witness, value_at
-from lipopt.lazy import lazy_module
+from lipopt.lazy import PYOMO, lazy_module
 from lipopt.progress import Say, heartbeat
 from lipopt.query import Query
 from lipopt.solvers import SolveOptions, SolverError, SolveResult, SolverFailure, Termination
 from lipopt.status import Status
 from lipopt.verify import Dimension, Neuron, RegionCheck, check_region
 
-pe = lazy_module("pyomo.environ")
+pe = lazy_module(PYOMO)
 
 FloatArray = NDArray[np.float64]
 

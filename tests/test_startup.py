@@ -1,0 +1,83 @@
+"""Small queries start fast (issue 45, item 6): ``import lipopt`` imports its public names on
+first use, a model is built with ``pyomo.core`` (not ``pyomo.environ`` and its plugins), and
+``lipopt solve`` loads neither the batch machinery nor the optional heavy packages. Each check
+runs in a fresh process and reads ``sys.modules``; benchmarks/startup.py measures the time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from tests.helpers import random_network, save_onnx
+
+#: what a small solve must not load: Pyomo's plugins, lipopt's batch and estimator layers, and
+#: the optional packages of other commands
+NOT_FOR_A_SOLVE = (
+    "pyomo.environ",
+    "pyomo.gdp",
+    "lipopt.batch",
+    "lipopt.io.vnnlib",
+    "lipopt.estimators",
+    "lipopt.compare_run",
+    "torch",
+    "cvxpy",
+    "dask",
+    "matplotlib",
+)
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_import_lipopt_loads_no_third_party_package():
+    out = _run(
+        """
+        import sys
+        import lipopt
+        print(sorted(m for m in sys.modules if m.split(".")[0] in
+                     ("lipopt", "numpy", "scipy", "pyomo", "onnx", "highspy")))
+        """
+    )
+    assert out.strip() == "['lipopt']"
+
+
+def test_the_public_names_resolve_on_first_use():
+    out = _run(
+        """
+        import lipopt
+        import lipopt.certify  # the submodules named as the functions: the functions stay
+        import lipopt.lipschitz
+        from lipopt import certify
+        print(callable(lipopt.certify), callable(lipopt.lipschitz), callable(certify),
+              lipopt.Box.__name__, "Network" in dir(lipopt))
+        """
+    )
+    assert out.split() == ["True", "True", "True", "Box", "True"]
+
+
+def test_a_small_solve_loads_only_what_it_runs(tmp_path: Path):
+    model = save_onnx(random_network(np.random.default_rng(0), [2, 8, 8, 1]), tmp_path / "t.onnx")
+    out = _run(
+        f"""
+        import contextlib, io, runpy, sys
+        sys.argv = ["lipopt", "solve", {str(model)!r}, "--box", "0,1", "--json"]
+        answer = io.StringIO()
+        with contextlib.redirect_stdout(answer):
+            try:
+                runpy.run_module("lipopt.cli", run_name="__main__")
+            except SystemExit as stop:
+                assert stop.code == 0, stop.code
+        assert '"status": "optimal"' in answer.getvalue(), answer.getvalue()
+        print([m for m in {NOT_FOR_A_SOLVE!r} if m in sys.modules])
+        """
+    )
+    assert out.strip() == "[]"
