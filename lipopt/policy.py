@@ -151,10 +151,21 @@ BAB_PART_REFINEMENTS = 20
 BAB_AFTER_SHARE = 1.0
 #: ... and only when at least this many seconds are left for it
 MIN_BAB_SECONDS = 2.0
-#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm), a network with at
-#: least this many inputs races the backward MIP against the activation branch and bound (the
-#: forward MIP's place), and the answer keeps the better bounds of both. Measured: see
-#: benchmarks/results/bab_race.md
+#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm, ``bab="auto"``) and
+#: at least this share of the neurons with a kink are unstable under linear bounds, the backward
+#: MIP races the activation branch and bound in the forward MIP's place (and the leader is not
+#: split); the answer keeps the better bounds of both. benchmarks/bab_race.py at 60 s
+#: (results/bab_race.md): the branch and bound's bracket was tighter on the four cases with
+#: 64-100 % unstable (the 8x8 digits MLP at radius 0.1, images 0 and 1: ratio 1.61 -> 1.43 and
+#: 1.98 -> 1.64; [64,20,20,2] on the unit box: 3.02 -> 2.18; its ball: the same answer), and
+#: looser on those with 17-42 % (the digits MLP at 0.05, image 1: exact in 42 s against 1.11;
+#: the digits CNN at 0.05: 1.41 -> 1.51 and 1.24 -> 1.33 by weaker lower bounds; at 0.1, 35 %:
+#: one better, one worse)
+BAB_RACE_UNSTABLE_SHARE = 0.5
+#: ... and only on networks of at least this many inputs: the speed suite's unit boxes of 10 and
+#: 16 inputs are all unstable, and there the forward racer wins some races (docs/performance.md,
+#: "The forward formulation and the race"); of them only [10,20,20,1] was measured with the
+#: branch and bound racing (exact in 17.5 s against 17.1 s)
 BAB_RACE_MIN_INPUTS = 32
 
 #: the least share of the time limit the solver is given after the bounds and the build
@@ -294,6 +305,7 @@ class Policy:
     bab_part_refinements: int
     bab_after_share: float
     min_bab_seconds: float
+    bab_race_unstable_share: float
     bab_race_min_inputs: int
     min_solve_share: float
     min_race_seconds: float

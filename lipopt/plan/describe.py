@@ -82,4 +82,9 @@ def _race(node: Race, indent: str) -> list[str]:
     lines.append(f"{indent}race: {racers}")
     if node.split_leader:
         lines.append(f"{indent}  unfinished at the decision: the leader split in halves")
+    if node.bab_racer is not None:
+        lines.append(
+            f"{indent}  from {node.bab_from_share:.0%} unstable neurons: the "
+            f"{node.bab_racer.name} in the forward model's place, no leader split"
+        )
     return lines

@@ -129,6 +129,9 @@ class Race:
         racers: the two racers.
         instead: ``sign_split``: the backward model split on a gradient sign instead of racing.
         split_leader: stop the racers at the decision and split the leader.
+        bab_racer: the activation branch and bound, which takes the forward racer's place (and
+            the leader split is off) where at least ``bab_from_share`` of the neurons with a
+            kink are unstable under linear bounds when the race starts; None: never.
     """
 
     config: SolveConfig
@@ -136,6 +139,8 @@ class Race:
     racers: tuple[Racer, ...]
     instead: bool
     split_leader: bool
+    bab_racer: Racer | None = None
+    bab_from_share: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -221,28 +221,28 @@ def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) ->
 
 
 def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool, query: Query) -> Race:
-    """The backward MIP against the forward one, or against the branch and bound on the
-    activations where :func:`races_bab` (the leader split is then off: the branch and bound
-    has no halves to split, and the racers run to the limit)."""
+    """The backward MIP against the forward one; where :func:`races_bab`, the activation
+    branch and bound as the alternative to the forward racer, taken when the race starts with
+    at least ``bab_race_unstable_share`` of the kinked neurons unstable."""
     racers = []
-    bab = races_bab(query, config, policy)
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = race_solver(config.solver, form, facts, policy)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
-        if bab and form is Formulation.FORWARD:
-            parts = adapter_name(config.solver)
-            racers.append(Racer(f"branch and bound ({parts})", form, parts, False, bab=True))
-        else:
-            racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
-    split_leader = config.split_leader and not bab
-    return Race(config, probe, tuple(racers), config.sign_split is True, split_leader)
+        racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
+    bab = None
+    if races_bab(query, config, policy):
+        parts = adapter_name(config.solver)
+        bab = Racer(f"branch and bound ({parts})", Formulation.FORWARD, parts, False, bab=True)
+    return Race(
+        config, probe, tuple(racers), config.sign_split is True, config.split_leader, bab,
+        policy.bab_race_unstable_share,
+    )  # fmt: skip
 
 
 def races_bab(query: Query, config: SolveConfig, policy: Policy) -> bool:
-    """The branch and bound on the activations races the backward MIP in the forward MIP's
-    place: ``bab="auto"``, its part MIPs take the question, and the network has at least
-    ``bab_race_min_inputs`` inputs (the policy's measurement)."""
+    """The branch and bound on the activations may race the backward MIP: ``bab="auto"``, its
+    part MIPs take the question, and the network has ``bab_race_min_inputs`` inputs or more."""
     return (
         config.bab == "auto"
         and supports_parts(query)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from lipopt.balance import balanced
+from lipopt.bounds.linear import linear_bounds
 from lipopt.bracket import Bracket, meet, noted
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.formulation.build import Formulation
@@ -116,7 +117,36 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
         raise probe_error
     if node.instead:
         return _split_instead(problem, remaining, probed, probe_seconds)
+    problem = _with_bab(problem)
     return _race(problem, remaining, probed, probe_seconds, probe_limit)
+
+
+def unstable_share(query: Query) -> float:
+    """The share of the neurons with a kink that linear bounds leave unstable on the domain."""
+    kinked = sum(int(np.count_nonzero(alpha != 1.0)) for alpha in query.network.slopes)
+    bounds = linear_bounds(query.network, query.domain, query.seed)
+    return bounds.unstable_count / kinked if kinked else 0.0
+
+
+def _with_bab(problem: _Raced) -> _Raced:
+    """The race with the plan's branch and bound in the forward racer's place (and no leader
+    split) where at least ``bab_from_share`` of the kinked neurons are unstable; else as
+    planned."""
+    node = problem.node
+    if node.bab_racer is None:
+        return problem
+    share = unstable_share(problem.query)
+    if share < node.bab_from_share:
+        return problem
+    racers = tuple(
+        node.bab_racer if racer.formulation is Formulation.FORWARD else racer
+        for racer in node.racers
+    )
+    problem.ctx.say(
+        f"{share:.0%} of the neurons are unstable: the {node.bab_racer.name} races in the "
+        "forward model's place"
+    )
+    return replace(problem, node=replace(node, racers=racers, split_leader=False))
 
 
 def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:

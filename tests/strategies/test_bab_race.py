@@ -1,0 +1,98 @@
+"""The activation branch and bound as the race's second racer (policy ``BAB_RACE_*``).
+
+Where the formulations race, the planner offers the branch and bound as the alternative to the
+forward racer on networks of ``BAB_RACE_MIN_INPUTS`` inputs or more; the race takes it when at
+least ``BAB_RACE_UNSTABLE_SHARE`` of the kinked neurons are unstable. Checked: the planner's
+rule, the share against a count of neurons whose sign changes over samples (a lower bound on
+the truly unstable ones), and whole answers against the brute-force oracle with the branch and
+bound racing (the policy lowered so that small networks race it)."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from lipopt import Box, LinfBall, lipschitz
+from lipopt.config import LEVER_DEFAULTS
+from lipopt.configure import configure
+from lipopt.norms import InputNorm
+from lipopt.parallel.workers import can_fork
+from lipopt.plan import Facts, plan
+from lipopt.plan.nodes import Race, RegionSearch
+from lipopt.policy import Policy
+from lipopt.query import Query
+from lipopt.strategies.race import unstable_share
+from tests.helpers import random_network
+from tests.oracle import brute_force_lipschitz, from_lipopt
+
+policy_module = importlib.import_module("lipopt.policy")
+race_module = importlib.import_module("lipopt.parallel.race")
+
+
+def _race_node(node):
+    """The race of a plan (at its root, or the region search's guard)."""
+    if isinstance(node, RegionSearch):
+        return node.race_now if node.race_now is not None else _race_node(node.fallback)
+    return node
+
+
+@pytest.mark.parametrize("inputs, offered", [(31, False), (32, True), (40, True)])
+def test_the_planner_offers_the_branch_and_bound_from_the_policys_inputs(inputs, offered):
+    net = random_network(np.random.default_rng(0), [inputs, 6, 6, 2])
+    ball = LinfBall(np.full(inputs, 0.5), 0.1)
+    policy = Policy.current()
+    levers = {**LEVER_DEFAULTS, "time_limit": 60.0}
+    query, config = configure(net, ball, "linf", (np.array([1.0, -1]), None), levers, policy)
+    facts = Facts(2, True, frozenset({"highs", "scip"}))
+    node = _race_node(plan(query, config, facts, policy))
+    assert isinstance(node, Race)
+    assert (node.bab_racer is not None) is offered
+    if offered:
+        assert node.bab_racer.bab and node.bab_from_share == policy_module.BAB_RACE_UNSTABLE_SHARE
+    never = _race_node(plan(query, config.but(bab=False), facts, policy))
+    assert never.bab_racer is None  # bab=False: the plan never runs it
+
+
+def _sampled_unstable(net, domain, count: int = 4000) -> int:
+    """Neurons whose pre-activation takes both signs over samples of the domain."""
+    points = domain.sample(count, np.random.default_rng(1))
+    h, changing = points, 0
+    for affine in net.affine_layers[:-1]:
+        z = h @ affine.weight.T + affine.bias
+        changing += int(np.count_nonzero((z > 0).any(axis=0) & (z < 0).any(axis=0)))
+        h = np.maximum(z, 0.0)
+    return changing
+
+
+def test_the_unstable_share_is_at_least_the_sampled_share():
+    rng = np.random.default_rng(5)
+    for radius in (0.05, 0.2, 0.5):
+        net = random_network(rng, [8, 12, 12, 1])
+        domain = LinfBall(np.full(8, 0.5), radius)
+        share = unstable_share(Query(net, domain, InputNorm.LINF, np.ones(1)))
+        assert _sampled_unstable(net, domain) / 24 <= share <= 1.0
+
+
+@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch, seed):
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)  # race at once
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
+    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
+    seen: dict = {}
+    real = race_module.race_answers
+
+    def spy(network, domain, entries, *args, **kwargs):
+        seen.update(entries)
+        return real(network, domain, entries, *args, **kwargs)
+
+    monkeypatch.setattr(race_module, "race_answers", spy)
+    net = random_network(np.random.default_rng(seed), [3, 10, 10, 1])
+    box = Box(np.zeros(3), np.ones(3))
+    res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
+    truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
+    assert any(entry["bab"] is True for entry in seen.values()), seen.keys()
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth, rel=1e-6)
