@@ -293,8 +293,8 @@ class SolveConfig:
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
         help="answer by branch and bound on the activations alone: Jacobian bounds on each "
         "part, MIPs on small parts, margin LPs at the leaves (exact mode)",
-        off="never run it (default: the plan alone; the policy's BAB_AFTER_SHARE can run it "
-        "after an unfinished plan)",
+        off="never run it (default: it races the backward MIP in the forward MIP's place where "
+        "the race runs, the network has 32+ inputs and half its neurons are unstable)",
         doc=(
             "exact mode: answer by branch and bound on the activations instead of the plan: "
             "split unstable neurons best bound first, bound each part by the Jacobian-norm "
@@ -302,13 +302,14 @@ class SolveConfig:
             "the MIP, close a part whose pattern is fixed by its margin LP; under "
             "`--time-limit` a certified bracket. Every input and output norm but an ℓ2 output "
             "with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 outputs. By default "
-            "the plan alone: the branch and bound after an unfinished plan (the policy's "
-            "`BAB_AFTER_SHARE` of the limit for the plan, the rest for it, the better bounds "
-            "kept) was measured and lost "
-            "([performance](performance.md#branch-and-bound-on-the-activations)). "
+            "the plan, in which it races the backward MIP in the forward MIP's place where the "
+            "formulations race, the network has at least 32 inputs and at least half its "
+            "neurons with a kink are unstable under linear bounds (the policy's "
+            "`BAB_RACE_MIN_INPUTS` and `BAB_RACE_UNSTABLE_SHARE`, "
+            "[performance](performance.md#the-branch-and-bound-in-the-race)). "
             "`--no-bab` never runs it"
         ),
-        shown="the plan alone",
+        shown="in the race where half the neurons are unstable",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,

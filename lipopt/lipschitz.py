@@ -253,12 +253,13 @@ def lipschitz(
             best bound first, each part bounded by the Jacobian-norm bound
             (:mod:`lipopt.bounds.jacobian`), a part of at most ``BAB_MIP_AT`` unstable neurons
             handed to the MIP, a part of one activation pattern closed by its margin LP.
-            ``"auto"`` (the default): the plan alone; where the policy's ``BAB_AFTER_SHARE`` is
-            below 1 (it is 1: measured at 0.5, it lost), with a ``time_limit``, a fixed c, the
-            ℓ∞ or ℓ1 input norm and a box or ℓ∞/ℓ1 ball, the plan runs for that share of the
-            limit and, if unfinished, the branch and bound for the rest from the plan's best
-            point, keeping the better bounds of both (:mod:`lipopt.policy`). False: the plan
-            alone (benchmarks/results/activation_bab.md, bab_after.md).
+            ``"auto"`` (the default): the plan, in which the branch and bound races the
+            backward MIP in the forward MIP's place where the formulations race, the network
+            has ``BAB_RACE_MIN_INPUTS`` (32) inputs or more and at least
+            ``BAB_RACE_UNSTABLE_SHARE`` (half) of its kinked neurons are unstable under linear
+            bounds (benchmarks/results/bab_race.md); the policy's ``BAB_AFTER_SHARE`` (1:
+            measured at 0.5, it lost) could also run it after an unfinished plan. False: the
+            plan without it (benchmarks/results/activation_bab.md, bab_after.md).
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the
             larger of the two is used). Exact mode and a fixed c only; ignored within the
