@@ -33,6 +33,7 @@ SLOW_MODULES = (
     "tests/test_characterisation.py",
     "tests/test_degenerate.py",
     "tests/test_bundled_soundness.py",
+    "tests/test_scale_soundness.py",
     "tests/test_l2_ball.py",
     "tests/io/test_onnx_branches.py",
     "tests/io/test_onnx_conv.py",
