@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from activation_bab import _cell  # noqa: E402  (the same table cells)
+
 MODELS = ROOT / "benchmarks" / "models"
 DIGITS = [f"{net}-{r}-{i}" for net in ("mlp", "cnn") for r in ("0.05", "0.1") for i in (0, 1)]
 SPEED = ["speed-64x20x20x2-unit", "speed-64x20x20x2-ball", "speed-10x20x20x1-unit"]
@@ -64,12 +66,6 @@ def _job(args: tuple[str, float, bool], queue: Any) -> None:
     start = time.perf_counter()
     res = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit)
     queue.put((res.lower, res.upper, str(res.status), time.perf_counter() - start))
-
-
-def _cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
-    ratio = "–" if not lower else f"{upper / lower:.4f}"
-    low = "–" if lower is None else f"{lower:.6g}"
-    return f"[{low}, {upper:.6g}] | {ratio} | {status} | {seconds:.1f}"
 
 
 def table(rows: list[tuple[str, tuple, tuple]], limit: float, argv: str) -> str:
