@@ -155,6 +155,11 @@ class Network:
         )
 
     @cached_property
+    def kinked_count(self) -> int:
+        """Hidden neurons with a kink: every one but the identity neurons (``α = 1``)."""
+        return int(sum(np.count_nonzero(alpha != 1.0) for alpha in self.slopes))
+
+    @cached_property
     def is_relu(self) -> bool:
         """Every hidden neuron a ReLU (``α = 0``)."""
         return not any(np.any(alpha) for alpha in self.slopes)

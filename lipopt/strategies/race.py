@@ -123,7 +123,7 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
 
 def unstable_share(query: Query) -> float:
     """The share of the neurons with a kink that linear bounds leave unstable on the domain."""
-    kinked = sum(int(np.count_nonzero(alpha != 1.0)) for alpha in query.network.slopes)
+    kinked = query.network.kinked_count
     bounds = linear_bounds(query.network, query.domain, query.seed)
     return bounds.unstable_count / kinked if kinked else 0.0
 

@@ -41,7 +41,7 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     net_bounds = propagate(query.network, box, c, method=node.bounds)
     bound_seconds = time.perf_counter() - start
     # the neurons with a kink (an identity neuron never is unstable, nor makes regions)
-    hidden = int(sum(np.count_nonzero(alpha != 1.0) for alpha in query.network.slopes))
+    hidden = query.network.kinked_count
     unstable = net_bounds.unstable_count
     looks_hard = bool(hidden) and unstable >= policy.auto_region_unstable_share * hidden
     left = None if limit is None else limit - bound_seconds
