@@ -69,16 +69,27 @@ def part_solver(
     under the cutoff ``objective >= lower`` (the search's best attained value), within the time
     left to ``deadline``, with at most ``refinements`` no-good-cut re-solves; None where the
     solver proved nothing."""
-    root = split_bounds(query.network, query.domain, query.seed, {})
-    adapter = get(solver)
+    root, adapter = root_bounds(query), get(solver)
 
     def solve_part(node: BabNode, lower: float) -> PartAnswer | None:
         left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0.0:
-            return None
         return _solve(query, root, adapter, node, (lower, left), refinements)
 
     return solve_part
+
+
+#: this process's root bounds of the last query a part was solved for (a worker answers many
+#: parts of one query: the root's bounds are computed once)
+_ROOT: list[tuple[Query, NetworkBounds | None]] = []
+
+
+def root_bounds(query: Query) -> NetworkBounds | None:
+    """``split_bounds`` of ``query`` with no split, kept for the next part of the same query."""
+    if _ROOT and _ROOT[0][0] is query:
+        return _ROOT[0][1]
+    root = split_bounds(query.network, query.domain, query.seed, {})
+    _ROOT[:] = [(query, root)]
+    return root
 
 
 def solve_node(
@@ -92,9 +103,6 @@ def solve_node(
     """One part's MIP as :func:`part_solver`'s ``solve_part`` answers it, given the root's
     bounds ``root`` (``split_bounds`` with no split), the best value attained ``lower`` and the
     seconds ``left`` (None: no limit; at most 0: None)."""
-    left = lower_left[1]
-    if left is not None and left <= 0.0:
-        return None
     return _solve(query, root, get(solver), node, lower_left, refinements)
 
 
@@ -106,8 +114,10 @@ def _solve(
     lower_left: tuple[float, float | None],
     refinements: int,
 ) -> PartAnswer | None:
-    """One part's MIP (see :func:`part_solver`)."""
+    """One part's MIP (see :func:`part_solver`); None without time left."""
     lower, left = lower_left
+    if left is not None and left <= 0.0:
+        return None
     lip = build(query.network, query.domain, query.seed, query.norm, node.bounds)
     add_sign_rows(lip, query.network, node, root)
     cutoff = below(lower)  # also below 0: an infeasible model then proves the part empty
@@ -192,4 +202,6 @@ def checked_witness(query: Query, node: BabNode, found: Witness | None) -> Witne
     return Witness(point, value, True)
 
 
-__all__ = ["add_sign_rows", "checked_witness", "part_solver", "sign_rows", "solve_node"]
+__all__ = [
+    "add_sign_rows", "checked_witness", "part_solver", "root_bounds", "sign_rows", "solve_node",
+]  # fmt: skip

@@ -19,30 +19,15 @@ import time
 import warnings
 from typing import Any
 
-from lipopt.bounds.constrained import split_bounds
-from lipopt.bounds.interval import NetworkBounds
 from lipopt.parallel.cluster import connect, held
 from lipopt.parallel.workers import ForkedWorkers, WorkerLost, available_cores, worker_count
 from lipopt.query import Query
 from lipopt.search.bab_node import BabNode, PartAnswer
 from lipopt.search.bab_pool import PartLost, PartOutcome
-from lipopt.strategies.bab_parts import solve_node
-
-#: this process's root bounds of the last query a part was solved for (a worker answers many
-#: parts of one query: the root's bounds are computed once)
-_ROOT: list[tuple[Query, NetworkBounds | None]] = []
+from lipopt.strategies.bab_parts import root_bounds, solve_node
 
 #: seconds between two questions to the Dask scheduler about its workers' threads
 THREADS_SEEN_SECONDS = 1.0
-
-
-def root_bounds(query: Query) -> NetworkBounds | None:
-    """``split_bounds`` of ``query`` with no split, kept for the next part of the same query."""
-    if _ROOT and _ROOT[0][0] is query:
-        return _ROOT[0][1]
-    root = split_bounds(query.network, query.domain, query.seed, {})
-    _ROOT[:] = [(query, root)]
-    return root
 
 
 def solve_remote(
