@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -45,6 +46,21 @@ def _fsync(path: Path) -> None:
 
 
 @contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM at the OS level for the block; one that arrived is handled just
+    after it. Where the platform cannot (no ``pthread_sigmask``), nothing is held."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temporary path beside ``target`` (same suffix) for the caller to write.
 
@@ -57,19 +73,24 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     final = Path(os.path.realpath(target))
     if final.exists() and not os.access(final, os.W_OK):  # as open(target, "w") refuses it
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
-    fd, name = tempfile.mkstemp(
-        dir=final.parent, prefix="." + final.name + ".", suffix=final.suffix
-    )
-    temp = Path(name)
+    temp: Path | None = None
     try:
-        os.close(fd)
+        # A signal between creating the temporary and noting its name would leave it behind,
+        # so the two happen with Ctrl-C and SIGTERM held; one that came meanwhile raises below.
+        with _signals_held():
+            fd, name = tempfile.mkstemp(
+                dir=final.parent, prefix="." + final.name + ".", suffix=final.suffix
+            )
+            temp = Path(name)
+            os.close(fd)
         os.chmod(temp, _mode_for(final))
         yield temp
         _fsync(temp)
         os.replace(temp, final)
     except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                temp.unlink()
         raise
 
 

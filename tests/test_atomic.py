@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ def test_failed_write_keeps_old_target_removes_temp_and_reraises(tmp_path, error
     assert _names(tmp_path) == ([] if old is None else ["out.md"])
     if old is not None:
         assert target.read_text() == old
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks here")
+def test_ctrl_c_just_after_the_temporary_is_created_removes_it(tmp_path, monkeypatch):
+    """The CI-seen race: a signal landing between ``mkstemp`` creating the file and the name
+    being kept left the temporary behind. Here SIGINT is sent at exactly that moment."""
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp_then_signal(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        made = real_mkstemp(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_signal)
+    target = tmp_path / "out.md"
+    with pytest.raises(KeyboardInterrupt), atomic_path(target) as temp:
+        temp.write_text("never kept")
+    assert _names(tmp_path) == []
 
 
 def test_write_replaces_target_and_leaves_no_temp(tmp_path):
