@@ -91,6 +91,45 @@ def _scale(domain: Domain) -> FloatArray:
 
 
 # ----------------------------------------------------------------------------- the search
+def _row_norms(v: FloatArray, order: float) -> FloatArray:
+    """``||v[..., :]||_order`` over the last axis, ``v`` overwritten (order 1, 2 or inf): the
+    same sums as ``np.linalg.norm`` with one temporary fewer."""
+    if order == 1:
+        return np.abs(v, out=v).sum(axis=-1)
+    if order == np.inf:
+        return np.abs(v, out=v).max(axis=-1)
+    return np.linalg.norm(v, ord=order, axis=-1)
+
+
+def _forward_jacobians(
+    network: Network, x: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, list[FloatArray]]:
+    """For a batch of points (R, d): every hidden pre-activation ``z`` (R, N), its Jacobian
+    ``a = ∂z/∂x`` (R, N, d; forward mode, ``a_k = W_k D_{k-1} a_{k-1}``, ``a_1 = W_1``),
+    the 0/1 states (R, N) and each layer's ``D = α + (1 - α) σ`` (R, n_k)."""
+    r, d = x.shape
+    n_all = sum(network.hidden_widths)
+    z_all, on = np.empty((r, n_all)), np.empty((r, n_all))
+    a_all = np.empty((r, n_all, d))
+    slopes: list[FloatArray] = []
+    h, jac_h, offset = x, None, 0
+    for k, affine in enumerate(network.affine_layers[:-1]):
+        rows = slice(offset, offset + affine.out_features)
+        z = h @ affine.weight.T + affine.bias
+        if jac_h is None:  # the first layer: W_1 itself, copied, no product with I
+            a_all[:, rows, :] = affine.weight
+        else:  # BLAS into the slice: no per-layer array to concatenate afterwards
+            np.matmul(affine.weight, jac_h, out=a_all[:, rows, :])
+        mask = (z > 0).astype(np.float64)
+        slope = network.derivatives(k, mask)  # D = α + (1 - α) σ: the mask itself for ReLU
+        z_all[:, rows], on[:, rows] = z, mask
+        slopes.append(slope)
+        h = slope * z
+        jac_h = slope[:, :, None] * a_all[:, rows, :]
+        offset = rows.stop
+    return z_all, a_all, on, slopes
+
+
 def _flip_candidates(
     prob: Problem, x: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
@@ -101,40 +140,26 @@ def _flip_candidates(
     """
     network = prob.network
     affines = network.affine_layers
-    r, d = x.shape
-    zs, jacs, masks, slopes = [], [], [], []
-    h = x
-    jac_h = np.broadcast_to(np.eye(d), (r, d, d))
-    for k, affine in enumerate(affines[:-1]):
-        z = h @ affine.weight.T + affine.bias
-        jac_z = np.matmul(affine.weight, jac_h)  # (R, n_k, d): BLAS, not einsum's loops
-        mask = (z > 0).astype(np.float64)
-        slope = network.derivatives(k, mask)  # D = α + (1 - α) σ: the mask itself for ReLU
-        zs.append(z)
-        jacs.append(jac_z)
-        masks.append(mask)
-        slopes.append(slope)
-        h = slope * z
-        jac_h = slope[:, :, None] * jac_z
+    z_all, a_all, on_mask, slopes = _forward_jacobians(network, x)
+    r = x.shape[0]
     # backward: y_k = d(c^T f)/d h_k, from the last hidden layer down
-    ys: list[FloatArray] = [np.empty(0)] * len(masks)
+    ys: list[FloatArray] = [np.empty(0)] * len(slopes)
     y = np.broadcast_to(affines[-1].weight.T @ prob.c, (r, affines[-1].in_features))
-    for k in reversed(range(len(masks))):
+    for k in reversed(range(len(slopes))):
         ys[k] = np.asarray(y)
         y = (y * slopes[k]) @ affines[k].weight
     grad = y  # after the loop: (y_1 * D_1) @ W_1, the input gradient
     current = np.linalg.norm(grad, ord=prob.norm.dual_order, axis=-1)
-    z_all = np.concatenate(zs, axis=1)
-    a_all = np.concatenate(jacs, axis=1)  # (R, N, d)
     y_all = np.concatenate(ys, axis=1)  # (R, N)
-    on = np.concatenate(masks, axis=1) > 0
+    on = on_mask > 0
     # switching off removes (1 - α) y a from the gradient, switching on adds it (α = 0: all of
     # the term); an identity neuron (α = 1) has no kink to cross
     sign = np.where(on, -1.0, 1.0)
     if not network.is_relu:
         sign = sign * (1.0 - np.concatenate(network.slopes))
-    predicted = grad[:, None, :] + (sign * y_all)[:, :, None] * a_all
-    value = np.linalg.norm(predicted, ord=prob.norm.dual_order, axis=-1)
+    predicted = (sign * y_all)[:, :, None] * a_all
+    predicted += grad[:, None, :]
+    value = _row_norms(predicted, prob.norm.dual_order)
     sq = np.einsum("rnd,rnd->rn", a_all, a_all)
     safe = np.where(sq > 0, sq, 1.0)
     margin = 1e-7 * (1.0 + np.abs(z_all)) + 1e-9
