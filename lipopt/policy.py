@@ -125,6 +125,12 @@ AUTO_L2_SOLVER = "scip"
 #: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
 BAB_MIP_AT = 16
 
+#: the planned activation branch and bound splits by the ``score`` rule (the unstable neuron
+#: with the largest ``min(-l, u) · max(|ly|, |uy|)`` anywhere) where its root has at least this
+#: many unstable neurons with a kink, else by the ``layer`` rule (the earliest layer's best).
+#: Measured with benchmarks/bab_branching.py (results/bab_branching.md): PENDING
+BAB_SCORE_MIN_UNSTABLE = 64
+
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
 #: (every kink of the first layer through one point: a degenerate network, few regions for its
@@ -301,6 +307,7 @@ class Policy:
     auto_race_solvers: dict[str, str]
     auto_l2_solver: str
     bab_mip_at: int
+    bab_score_min_unstable: int
     auto_regions_zero_bias_share: float
     bab_part_refinements: int
     bab_after_share: float

@@ -39,7 +39,14 @@ def _lines(node: Node, indent: str) -> list[str]:
     if isinstance(node, ActivationBab):
         mip_at = node.options.mip_at
         parts = f", the MIP ({node.solver}) on parts of <= {mip_at} unstable" if mip_at else ""
-        return [f"{indent}activation branch and bound ({node.options.branching} branching, "
+        rule = node.options.branching
+        if rule == "auto":
+            rule = (
+                f"score branching from {node.options.score_from} unstable at the root, else layer"
+            )
+        else:
+            rule = f"{rule} branching"
+        return [f"{indent}activation branch and bound ({rule}, "
                 f"Jacobian bounds, margin LPs at the leaves{parts})"]  # fmt: skip
     if isinstance(node, DomainSplit):
         lines = [f"{indent}domain split (leaves of {node.options.leaf_unstable} unstable, "

@@ -87,7 +87,13 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
 def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
     gap = config.gap if config.gap else ActivationBabOptions.gap
     return ActivationBab(
-        ActivationBabOptions(gap=gap, rng_seed=config.random_seed, mip_at=policy.bab_mip_at),
+        ActivationBabOptions(
+            gap=gap,
+            rng_seed=config.random_seed,
+            mip_at=policy.bab_mip_at,
+            branching="auto",
+            score_from=policy.bab_score_min_unstable,
+        ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,
         scheduler=config.scheduler,

@@ -58,6 +58,7 @@ from lipopt.search.activation_rules import (
     check_supported,
     linear_part,
     pattern_value,
+    resolved_branching,
 )
 from lipopt.search.bab_node import (
     ActivationBabOptions,
@@ -314,6 +315,9 @@ def activation_bab(
     root = split_bounds(network, domain, seed, {})
     if root is None:  # cannot happen for a non-empty domain; kept for the type
         raise ValueError("activation branch and bound: the domain's bounds are empty")
+    unstable = unstable_count(network, root.states)
+    rule = resolved_branching(options.branching, options.score_from, unstable)
+    search.options = replace(options, branching=rule)
     root_upper = search.make_node({}, root, None)
     if isinstance(solve_part, PartPool):
         stopped = run_pooled(search, solve_part)

@@ -42,8 +42,9 @@ FloatArray = NDArray[np.float64]
 Splits = Mapping[Neuron, bool]
 
 #: branching rules: ``score`` = the largest ``min(-l, u) · max(|ly|, |uy|)`` anywhere;
-#: ``layer`` = the earliest layer holding an unstable neuron, the largest score in it
-BRANCHING = ("score", "layer")
+#: ``layer`` = the earliest layer holding an unstable neuron, the largest score in it;
+#: ``auto`` = one of the two, by the root's unstable count (:func:`resolved_branching`)
+BRANCHING = ("score", "layer", "auto")
 
 
 def check_supported(network: Network, domain: Domain, seed: Seed, norm: InputNorm) -> None:
@@ -85,6 +86,16 @@ def pattern_value(
         return operator_value(network.jacobian_from_pattern(pattern), norm, seed)
     grad = network.pattern_gradients([p[None, :] for p in pattern], seed, 1)
     return float(dual_norm(grad[0], norm))
+
+
+def resolved_branching(rule: str, score_from: int, root_unstable: int) -> str:
+    """The rule a search uses: ``auto`` is ``score`` from ``score_from`` unstable neurons at
+    the root on (where the search stops on its time limit, splitting the neuron whose
+    relaxation costs the bound most lowers it fastest), else ``layer`` (stable first layers
+    let the margin LP drop empty parts, which closes small searches sooner)."""
+    if rule != "auto":
+        return rule
+    return "score" if root_unstable >= score_from else "layer"
 
 
 def branch_neuron(
@@ -151,5 +162,6 @@ def linear_part(
 
 __all__ = [
     "BRANCHING", "branch_neuron", "check_supported", "linear_part", "pattern_value",
+    "resolved_branching",
     "supports_parts",
 ]  # fmt: skip

@@ -28,7 +28,9 @@ class ActivationBabOptions:
         node_limit: stop after this many nodes were expanded (None: no limit).
         mip_at: hand a node with at most this many unstable neurons to ``solve_part``.
         attack_restarts, attack_steps: the starting gradient attack (0 restarts: none).
-        branching: one of :data:`BRANCHING`.
+        branching: one of :data:`BRANCHING`; ``"auto"``: ``"score"`` where the root has at
+            least ``score_from`` unstable neurons with a kink, else ``"layer"``.
+        score_from: see ``branching``.
         slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
         rng_seed: seeds the attack and the fallback samples.
     """
@@ -39,6 +41,7 @@ class ActivationBabOptions:
     attack_restarts: int = 8
     attack_steps: int = 100
     branching: str = "layer"
+    score_from: int = 0
     slope_iterations: int = 0
     rng_seed: int = 0
 
