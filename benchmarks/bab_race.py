@@ -39,6 +39,8 @@ SPEED = ["speed-64x20x20x2-unit", "speed-64x20x20x2-ball", "speed-10x20x20x1-uni
 
 def make(case: str) -> tuple[Any, Any, Any]:
     """``(network, domain, c)`` of a case name (module docstring)."""
+    from margins import top_two_margin
+
     import lipopt
 
     kind, rest = case.split("-", 1)
@@ -50,8 +52,7 @@ def make(case: str) -> tuple[Any, Any, Any]:
     radius, image = rest.split("-")
     net = lipopt.load_onnx(MODELS / f"scale-{kind}.onnx")
     x = np.load(MODELS / "scale-test.npz")["images"][int(image)].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    return net, lipopt.LinfBall(x, float(radius)), np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    return net, lipopt.LinfBall(x, float(radius)), top_two_margin(net, x)
 
 
 def _job(args: tuple[str, float, bool], queue: Any) -> None:
