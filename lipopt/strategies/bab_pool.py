@@ -90,7 +90,8 @@ class LocalParts:
 
 class DaskParts:
     """The parts as Dask tasks on the cluster of the scheduler at ``address``; the query is a
-    task of its own (computed again if the worker holding it dies), sent to each worker once."""
+    task of its own (computed again if the worker holding it dies), sent to each worker once,
+    with the root's bounds it keeps (:meth:`~lipopt.query.Query.split_root`)."""
 
     def __init__(
         self, address: str, query: Query, solver: str, refinements: int, deadline: float | None

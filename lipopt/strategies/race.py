@@ -66,7 +66,8 @@ class Entry(Mapping[str, Any]):
 @dataclass(frozen=True)
 class _Raced:
     """The question the probe, the racers and the splits after or instead of the race share;
-    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been)."""
+    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been; the
+    query itself where that changes nothing, so they read the bounds it keeps)."""
 
     node: Race
     query: Query
