@@ -54,9 +54,10 @@ class Query:
         value: T = self._kept[key]
         return value
 
-    def holds(self, value: object) -> bool:
-        """``value`` is one this query keeps (the very object, from :meth:`once`)."""
-        return any(kept is value for kept in self._kept.values())
+    def key_of(self, value: object) -> Hashable | None:
+        """The key this query keeps ``value`` under (the very object, from :meth:`once`), or
+        None."""
+        return next((key for key, kept in self._kept.items() if kept is value), None)
 
     def bounds(self, method: str = "linear") -> NetworkBounds:
         """Bounds over the whole domain by ``method``

@@ -62,9 +62,8 @@ def floor_upper(query: Query, net_bounds: NetworkBounds) -> float:
         )
         return found.value
 
-    if not query.holds(net_bounds):
-        return bound()
-    return query.once(("floor", id(net_bounds)), bound)  # kept bounds live as long as the query
+    key = query.key_of(net_bounds)
+    return bound() if key is None else query.once(("floor", key), bound)
 
 
 def capped_by_root(bracket: Bracket, query: Query, say: Say) -> Bracket:

@@ -111,3 +111,27 @@ def test_a_stopped_mip_bounds_its_domain_and_its_floor_once(monkeypatch):
     assert result.status == "time_limit" and "bounds only" in result.solver
     _assert_once(counts)
     assert any(key[0] == "jacobian_norm_bound" for key in counts)
+
+
+def test_a_query_keeps_its_bounds_and_a_changed_query_has_its_own():
+    """The kept bounds are the very numbers of a fresh computation; a pickled query carries
+    them; a query with another domain (a part) computes its own."""
+    import pickle
+    from dataclasses import replace
+
+    from lipopt.bounds.linear import linear_bounds
+    from lipopt.norms import InputNorm
+    from lipopt.query import Query
+
+    net = random_network(np.random.default_rng(1), [3, 8, 8, 1])
+    query = Query(net, lipopt.Box(np.zeros(3), np.ones(3)), InputNorm.LINF, np.ones(1))
+    kept = query.bounds()
+    assert query.bounds() is kept and query.split_root() is query.split_root()
+    fresh = linear_bounds(query.network, query.domain, query.seed)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(kept.pre_lower + kept.grad_upper, fresh.pre_lower + fresh.grad_upper)
+    )
+    assert pickle.loads(pickle.dumps(query))._kept.keys() == query._kept.keys()
+    part = replace(query, domain=lipopt.Box(np.zeros(3), np.full(3, 0.5)))
+    assert part.key_of(kept) is None and part.bounds() is not kept
