@@ -44,6 +44,7 @@ DIGITS = [("digits-resmlp", "", 0), ("digits-cnn", "", 0)]
 
 def make(case: tuple[str, str, int]) -> tuple[Any, Any, Any, str]:
     """The network, domain, c and a label of one case."""
+    from margins import top_two_margin
     from speed import make_case
 
     import lipopt
@@ -59,9 +60,7 @@ def make(case: tuple[str, str, int]) -> tuple[Any, Any, Any, str]:
         )
     net = lipopt.load_onnx(ROOT / "models" / f"{name}.onnx")
     x = np.load(ROOT / "models" / "digits-test.npz")["images"][seed].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    c = np.eye(net.output_dim)[top[0]] - np.eye(net.output_dim)[top[1]]
-    return net, lipopt.LinfBall(x, 0.05), c, f"{name}, image {seed}, ℓ∞ 0.05"
+    return net, lipopt.LinfBall(x, 0.05), top_two_margin(net, x), f"{name}, image {seed}, ℓ∞ 0.05"
 
 
 def run_case(case: tuple[str, str, int], limit: float, plan_too: bool = True) -> dict[str, Any]:
@@ -83,10 +82,40 @@ def run_case(case: tuple[str, str, int], limit: float, plan_too: bool = True) ->
     return {"label": label, "unstable": unstable, "plan": plan, "bab": bab, "nodes": nodes}
 
 
-def _cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
+def cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
+    """One solve's four table cells: bracket, upper/lower, status, wall seconds."""
     ratio = "–" if not lower else f"{upper / lower:.4f}"
     low = "–" if lower is None else f"{lower:.6g}"
     return f"[{low}, {upper:.6g}] | {ratio} | {status} | {seconds:.1f}"
+
+
+def pair_table(
+    title: str,
+    command: str,
+    about: str,
+    names: tuple[str, str],
+    rows: list[tuple[str, tuple, tuple]],
+) -> str:
+    """The table of two solves per case (``benchmarks/bab_race.py``, ``bab_after.py``):
+    ``rows`` of (label, first, second), each solve as :func:`cell`'s arguments."""
+    from machine import run_stamp
+
+    heads = " ".join(
+        f"| {name} bracket | {name} ratio | {name} status | {name} s" for name in names
+    )
+    lines = [
+        f"# {title}",
+        "",
+        f"Measured {run_stamp()}. Command: `{command}`.",
+        "",
+        about,
+        "",
+        f"| case {heads} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, first, second in rows:
+        lines.append(f"| {label} | {cell(*first)} | {cell(*second)} |")
+    return "\n".join(lines) + "\n"
 
 
 def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:
@@ -111,7 +140,7 @@ def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| {r['label']} | {r['unstable']} | {_cell(*r['plan'])} | {_cell(*r['bab'])} "
+            f"| {r['label']} | {r['unstable']} | {cell(*r['plan'])} | {cell(*r['bab'])} "
             f"| {r['nodes']} |"
         )
     return "\n".join(lines) + "\n"

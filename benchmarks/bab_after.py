@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from activation_bab import DIGITS, RANDOM, make  # noqa: E402
+from activation_bab import DIGITS, RANDOM, cell, make, pair_table  # noqa: E402
 
 
 def solve(case: tuple[str, str, int], limit: float, bab: bool | str) -> tuple[Any, ...]:
@@ -37,35 +37,20 @@ def solve(case: tuple[str, str, int], limit: float, bab: bool | str) -> tuple[An
     return res.lower, res.value, str(res.status), time.perf_counter() - start
 
 
-def _cell(lower: float | None, upper: float, status: str, seconds: float) -> str:
-    ratio = "–" if not lower else f"{upper / lower:.4f}"
-    low = "–" if lower is None else f"{lower:.6g}"
-    return f"[{low}, {upper:.6g}] | {ratio} | {status} | {seconds:.1f}"
-
-
 def table(rows: list[tuple[str, tuple, tuple]], limit: float, argv: str) -> str:
-    from machine import run_stamp
-
     import lipopt.policy
 
-    lines = [
-        "# The plan alone against the plan then the activation branch and bound",
-        "",
-        f"Measured {run_stamp()}. Command: `{('python benchmarks/bab_after.py ' + argv).strip()}`.",
-        "",
+    share = lipopt.policy.BAB_AFTER_SHARE
+    about = (
         f"Time limit {limit:g} s per solve; ℓ∞ input norm. *alone* = `bab=False`; *then BaB* = "
-        f'`bab="auto"` with `BAB_AFTER_SHARE = {lipopt.policy.BAB_AFTER_SHARE:g}`: the plan '
-        f"for {lipopt.policy.BAB_AFTER_SHARE:.0%} of the "
+        f'`bab="auto"` with `BAB_AFTER_SHARE = {share:g}`: the plan for {share:.0%} of the '
         "limit, then the branch and bound for the rest from its best point, the better bounds "
-        "of both kept. Each: bracket [lower, upper], upper/lower, status, wall seconds.",
-        "",
-        "| case | alone bracket | alone ratio | alone status | alone s "
-        "| then-BaB bracket | then-BaB ratio | then-BaB status | then-BaB s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for label, alone, after in rows:
-        lines.append(f"| {label} | {_cell(*alone)} | {_cell(*after)} |")
-    return "\n".join(lines) + "\n"
+        "of both kept. Each: bracket [lower, upper], upper/lower, status, wall seconds."
+    )
+    return pair_table(
+        "The plan alone against the plan then the activation branch and bound",
+        ("python benchmarks/bab_after.py " + argv).strip(), about, ("alone", "then-BaB"), rows,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         label = make(case)[3]
         alone = solve(case, args.time_limit, False)
         after = solve(case, args.time_limit, "auto")
-        print(f"{label}: alone {_cell(*alone)}; then BaB {_cell(*after)}", flush=True)
+        print(f"{label}: alone {cell(*alone)}; then BaB {cell(*after)}", flush=True)
         rows.append((label, alone, after))
     shown = " ".join(sys.argv[1:] if argv is None else argv)
     args.out.write_text(table(rows, args.time_limit, shown))

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from activation_bab import _cell  # noqa: E402  (the same table cells)
+from activation_bab import cell, pair_table  # noqa: E402  (the same table)
 
 MODELS = ROOT / "benchmarks" / "models"
 DIGITS = [f"{net}-{r}-{i}" for net in ("mlp", "cnn") for r in ("0.05", "0.1") for i in (0, 1)]
@@ -39,6 +39,8 @@ SPEED = ["speed-64x20x20x2-unit", "speed-64x20x20x2-ball", "speed-10x20x20x1-uni
 
 def make(case: str) -> tuple[Any, Any, Any]:
     """``(network, domain, c)`` of a case name (module docstring)."""
+    from margins import top_two_margin
+
     import lipopt
 
     kind, rest = case.split("-", 1)
@@ -50,8 +52,7 @@ def make(case: str) -> tuple[Any, Any, Any]:
     radius, image = rest.split("-")
     net = lipopt.load_onnx(MODELS / f"scale-{kind}.onnx")
     x = np.load(MODELS / "scale-test.npz")["images"][int(image)].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    return net, lipopt.LinfBall(x, float(radius)), np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    return net, lipopt.LinfBall(x, float(radius)), top_two_margin(net, x)
 
 
 def _job(args: tuple[str, float, bool], queue: Any) -> None:
@@ -69,25 +70,16 @@ def _job(args: tuple[str, float, bool], queue: Any) -> None:
 
 
 def table(rows: list[tuple[str, tuple, tuple]], limit: float, argv: str) -> str:
-    from machine import run_stamp
-
-    lines = [
-        "# The race's second racer: the forward MIP or the activation branch and bound",
-        "",
-        f"Measured {run_stamp()}. Command: `{('python benchmarks/bab_race.py ' + argv).strip()}`.",
-        "",
+    about = (
         f"Time limit {limit:g} s per solve; ℓ∞ input norm; lipopt's defaults. *forward* = the "
         "backward MIP races the forward MIP; *BaB* = it races the activation branch and bound "
         "(`BAB_RACE_MIN_INPUTS = 1`, `BAB_RACE_UNSTABLE_SHARE = 0`). Each: "
-        "bracket [lower, upper], upper/lower, status, wall seconds; fresh process each.",
-        "",
-        "| case | forward bracket | forward ratio | forward status | forward s "
-        "| BaB bracket | BaB ratio | BaB status | BaB s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for label, forward, bab in rows:
-        lines.append(f"| {label} | {_cell(*forward)} | {_cell(*bab)} |")
-    return "\n".join(lines) + "\n"
+        "bracket [lower, upper], upper/lower, status, wall seconds; fresh process each."
+    )
+    return pair_table(
+        "The race's second racer: the forward MIP or the activation branch and bound",
+        ("python benchmarks/bab_race.py " + argv).strip(), about, ("forward", "BaB"), rows,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases.split(","):
         forward = in_fresh_process(_job, (case, args.time_limit, False))
         bab = in_fresh_process(_job, (case, args.time_limit, True))
-        print(f"{case}: forward {_cell(*forward)}; BaB {_cell(*bab)}", flush=True)
+        print(f"{case}: forward {cell(*forward)}; BaB {cell(*bab)}", flush=True)
         rows.append((case, forward, bab))
     shown = " ".join(sys.argv[1:] if argv is None else argv)
     args.out.write_text(table(rows, args.time_limit, shown))

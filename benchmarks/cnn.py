@@ -69,13 +69,14 @@ def _network_and_point(image: int) -> tuple[Any, np.ndarray]:
 def _solve(case: tuple[int, float, str, float], queue: Any) -> None:
     """One solve in this (fresh) process; puts a row of results on ``queue``. Image -1: the
     28×28 CNN, in LP mode (the relaxation's bound: bounds and model at that size)."""
+    from margins import top_two_margin
+
     import lipopt
 
     image, radius, storage, limit = case
     net, x = _network_and_point(image)
     net = net.dense() if storage == "dense" else net
-    top = np.argsort(net.forward(x))[::-1]
-    c = np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    c = top_two_margin(net, x)
     mode = "lp" if image < 0 else "exact"
     start = time.perf_counter()
     result = lipopt.lipschitz(net, lipopt.LinfBall(x, radius), c=c, time_limit=limit, mode=mode)

@@ -39,14 +39,15 @@ def _timed(job: Any) -> tuple[Any, float]:
 
 def case_row(net: Any, x: np.ndarray, radius: float, iterations: int) -> dict[str, Any]:
     """The four upper bounds (with their seconds) and the sampled lower bound for one ball."""
+    from margins import top_two_margin
+
     from lipopt.bounds.interval import interval_bounds
     from lipopt.bounds.jacobian import fastlip_value, jacobian_norm_bound
     from lipopt.bounds.linear import linear_bounds
     from lipopt.domain import LinfBall
     from lipopt.norms import InputNorm, dual_norm
 
-    top = np.argsort(net.forward(x))[::-1]
-    c = np.eye(net.output_dim)[top[0]] - np.eye(net.output_dim)[top[1]]
+    c = top_two_margin(net, x)
     ball = LinfBall(x, radius)
     plain, t_plain = _timed(lambda: interval_bounds(net, ball, c))
     linear, t_linear = _timed(lambda: linear_bounds(net, ball, c))

@@ -103,14 +103,15 @@ def image(npz: str, index: int) -> np.ndarray:
     return np.load(ROOT / npz)["images"][index].reshape(-1).astype(float)
 
 
-def top_two_margin(onnx: Path, x: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    """c = e_top - e_second at ``x`` (with this checkout's lipopt), and the two classes."""
+def margin_at(onnx: Path, x: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """c = e_top - e_second at ``x`` (:mod:`margins`, with this checkout's lipopt), and the
+    two classes."""
+    from margins import top_two, top_two_margin
+
     import lipopt
 
-    logits = lipopt.load_onnx(onnx).forward(x)
-    top = [int(i) for i in np.argsort(logits)[::-1][:2]]
-    eye = np.eye(len(logits))
-    return eye[top[0]] - eye[top[1]], top
+    net = lipopt.load_onnx(onnx)
+    return top_two_margin(net, x), list(top_two(net, x))
 
 
 def cases(args: argparse.Namespace, mnist: dict[str, Path]) -> list[dict[str, Any]]:
@@ -126,7 +127,7 @@ def cases(args: argparse.Namespace, mnist: dict[str, Path]) -> list[dict[str, An
             path = mnist[network] if suite == "mnist" else ROOT / onnx
             for index in range(count):
                 x = image(npz, index)
-                c, top = top_two_margin(path, x)
+                c, top = margin_at(path, x)
                 for radius in radii or RADII[suite]:
                     out.append({
                         "suite": suite, "network": network, "onnx": str(path), "image": index,

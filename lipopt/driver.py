@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lipopt.bounds.linear import linear_bounds
 from lipopt.bracket import Bracket, closed, contradicts, status_note, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.configure import configure
@@ -204,8 +203,7 @@ def with_a_lower(bracket: Bracket, query: Query) -> Bracket:
 def propagated_floor(query: Query, witness: Witness | None, timings: dict[str, float]) -> Bracket:
     """The bracket linear bound propagation and the Jacobian-norm bound prove, where no
     strategy left one (:func:`~lipopt.strategies.floor.floor_bracket`)."""
-    bounds = linear_bounds(query.network, query.domain, query.seed)
-    return floor_bracket(query, bounds, witness, timings)
+    return floor_bracket(query, query.bounds(), witness, timings)
 
 
 def takeover(solver: str, status: Status) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.margins import top_two_margin
 from lipopt import LinfBall, lipschitz
 from lipopt.heuristics.attack import gradient_attack
 from lipopt.io import load_onnx
@@ -31,8 +32,7 @@ def _bundled(name: str) -> Network:
 def _query(name: str, image: int, radius: float) -> tuple[Network, LinfBall, np.ndarray]:
     net = _bundled(name)
     x = np.load(MODELS / "digits-test.npz")["images"][image].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    return net, LinfBall(x, radius), np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    return net, LinfBall(x, radius), top_two_margin(net, x)
 
 
 def _lower_bounds(net: Network, ball: LinfBall, c: np.ndarray) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.margins import top_two_margin
 from lipopt import LinfBall, lipschitz
 from lipopt.bounds.jacobian import jacobian_norm_bound
 from lipopt.heuristics.attack import gradient_attack
@@ -35,8 +36,7 @@ def _network(name: str) -> Network:
 def _query(name: str, image: int, radius: float) -> tuple[Network, LinfBall, np.ndarray]:
     net = _network(name)
     x = np.load(MODELS / "scale-test.npz")["images"][image].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    return net, LinfBall(x, radius), np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    return net, LinfBall(x, radius), top_two_margin(net, x)
 
 
 @cache

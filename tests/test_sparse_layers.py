@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from benchmarks.margins import top_two_margin
 from lipopt import Affine, LinfBall, Network, ReLU, lipschitz
 from lipopt.bounds import propagate
 from lipopt.lipschitz import build_model
@@ -120,8 +121,7 @@ def test_sparse_and_dense_storage_give_the_same_constant():
     net = load_onnx(models / "digits-cnn.onnx")
     assert sum(a.is_sparse for a in net.affine_layers) >= 4
     x = np.load(models / "digits-test.npz")["images"][1].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    c = np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    c = top_two_margin(net, x)
     values = [lipschitz(n, LinfBall(x, 0.002), c=c, regions=False) for n in (net, net.dense())]
     assert all(v.status == "optimal" for v in values)
     assert values[0].value == pytest.approx(values[1].value, rel=1e-6)

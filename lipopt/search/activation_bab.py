@@ -52,6 +52,7 @@ from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.kinks import is_differentiable_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm
+from lipopt.query import Query
 from lipopt.search.activation_rules import (
     BRANCHING,
     branch_neuron,
@@ -303,8 +304,24 @@ def activation_bab(
     that solves several at once while the search goes on
     (:func:`~lipopt.search.bab_pool.run_pooled`).
     """
+    query = Query(network, domain, InputNorm.parse(norm), seed)
+    return activation_bab_on(
+        query, options=options, deadline=deadline, start=start, solve_part=solve_part
+    )
+
+
+def activation_bab_on(
+    query: Query,
+    *,
+    options: ActivationBabOptions = DEFAULT_OPTIONS,
+    deadline: float | None = None,
+    start: Witness | None = None,
+    solve_part: SolvePart | PartPool | None = None,
+) -> ActivationBabOutcome:
+    """:func:`activation_bab` on ``query``, whose root bounds are the ones it keeps
+    (:meth:`~lipopt.query.Query.split_root`, which its part MIPs' sign rows read too)."""
     began = time.perf_counter()
-    norm = InputNorm.parse(norm)
+    network, domain, seed, norm = query.network, query.domain, query.seed, query.norm
     if options.branching not in BRANCHING:
         raise ValueError(f"unknown branching rule {options.branching!r}; one of {BRANCHING}")
     check_supported(network, domain, seed, norm)
@@ -312,7 +329,7 @@ def activation_bab(
     witness = start or start_witness(network, domain, seed, norm, options, deadline)
     if witness is not None:
         search.offer(witness.norm_value, witness.point, witness.certified_pattern)
-    root = split_bounds(network, domain, seed, {})
+    root = query.split_root()
     if root is None:  # cannot happen for a non-empty domain; kept for the type
         raise ValueError("activation branch and bound: the domain's bounds are empty")
     unstable = unstable_count(network, root.states)
@@ -350,6 +367,7 @@ __all__ = [
     "PartAnswer",
     "SolvePart",
     "activation_bab",
+    "activation_bab_on",
     "branch_neuron",
     "check_supported",
     "pattern_value",

@@ -21,7 +21,7 @@ from lipopt.heuristics.witness import Witness, value_at
 from lipopt.plan.nodes import ActivationBab, BabAfter
 from lipopt.progress import counted
 from lipopt.query import Query
-from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab
+from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab_on
 from lipopt.search.activation_rules import supports_parts
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.strategies.bab_parts import part_solver
@@ -103,9 +103,8 @@ def _searched(
         if start is None:
             start = _start(node, query, limit, ctx)
         attack_seconds = time.perf_counter() - began
-        found = activation_bab(
-            query.network, query.domain, query.seed, query.norm,
-            options=node.options, deadline=deadline, start=start,
+        found = activation_bab_on(
+            query, options=node.options, deadline=deadline, start=start,
             solve_part=solve_part if parts is None else parts,
         )  # fmt: skip
     finally:

@@ -45,7 +45,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lipopt.bounds.constrained import split_bounds
 from lipopt.bounds.interval import NetworkBounds, NeuronState
 from lipopt.formulation import LipschitzModel, build
 from lipopt.formulation.objective import set_cutoff
@@ -69,27 +68,13 @@ def part_solver(
     under the cutoff ``objective >= lower`` (the search's best attained value), within the time
     left to ``deadline``, with at most ``refinements`` no-good-cut re-solves; None where the
     solver proved nothing."""
-    root, adapter = root_bounds(query), get(solver)
+    root, adapter = query.split_root(), get(solver)
 
     def solve_part(node: BabNode, lower: float) -> PartAnswer | None:
         left = None if deadline is None else deadline - time.perf_counter()
         return _solve(query, root, adapter, node, (lower, left), refinements)
 
     return solve_part
-
-
-#: this process's root bounds of the last query a part was solved for (a worker answers many
-#: parts of one query: the root's bounds are computed once)
-_ROOT: list[tuple[Query, NetworkBounds | None]] = []
-
-
-def root_bounds(query: Query) -> NetworkBounds | None:
-    """``split_bounds`` of ``query`` with no split, kept for the next part of the same query."""
-    if _ROOT and _ROOT[0][0] is query:
-        return _ROOT[0][1]
-    root = split_bounds(query.network, query.domain, query.seed, {})
-    _ROOT[:] = [(query, root)]
-    return root
 
 
 def solve_node(
@@ -203,5 +188,5 @@ def checked_witness(query: Query, node: BabNode, found: Witness | None) -> Witne
 
 
 __all__ = [
-    "add_sign_rows", "checked_witness", "part_solver", "root_bounds", "sign_rows", "solve_node",
+    "add_sign_rows", "checked_witness", "part_solver", "sign_rows", "solve_node",
 ]  # fmt: skip

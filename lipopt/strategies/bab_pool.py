@@ -24,7 +24,7 @@ from lipopt.parallel.workers import ForkedWorkers, WorkerLost, available_cores, 
 from lipopt.query import Query
 from lipopt.search.bab_node import BabNode, PartAnswer
 from lipopt.search.bab_pool import PartLost, PartOutcome
-from lipopt.strategies.bab_parts import root_bounds, solve_node
+from lipopt.strategies.bab_parts import solve_node
 
 #: seconds between two questions to the Dask scheduler about its workers' threads
 THREADS_SEEN_SECONDS = 1.0
@@ -35,7 +35,7 @@ def solve_remote(
 ) -> PartAnswer | None:
     """One part on a worker: :func:`~lipopt.strategies.bab_parts.solve_node` under the cutoff
     ``lower`` within ``left`` seconds (None: no limit)."""
-    return solve_node(query, root_bounds(query), solver, node, (lower, left), refinements)
+    return solve_node(query, query.split_root(), solver, node, (lower, left), refinements)
 
 
 def _left(deadline: float | None) -> float | None:
@@ -49,7 +49,7 @@ class LocalParts:
     def __init__(
         self, count: int, query: Query, solver: str, refinements: int, deadline: float | None
     ) -> None:
-        root_bounds(query)  # once, here: the workers inherit it
+        query.split_root()  # once, here: the workers inherit it
 
         def handle(task: tuple[BabNode, float]) -> PartAnswer | None:
             node, lower = task
@@ -90,7 +90,8 @@ class LocalParts:
 
 class DaskParts:
     """The parts as Dask tasks on the cluster of the scheduler at ``address``; the query is a
-    task of its own (computed again if the worker holding it dies), sent to each worker once."""
+    task of its own (computed again if the worker holding it dies), sent to each worker once,
+    with the root's bounds it keeps (:meth:`~lipopt.query.Query.split_root`)."""
 
     def __init__(
         self, address: str, query: Query, solver: str, refinements: int, deadline: float | None
@@ -186,4 +187,4 @@ def open_pool(
     return LocalParts(count, query, solver, refinements, deadline)
 
 
-__all__ = ["DaskParts", "LocalParts", "open_pool", "root_bounds", "solve_remote"]
+__all__ = ["DaskParts", "LocalParts", "open_pool", "solve_remote"]

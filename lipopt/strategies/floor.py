@@ -23,7 +23,6 @@ import numpy as np
 
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bounds.jacobian import jacobian_norm_bound
-from lipopt.bounds.linear import linear_bounds
 from lipopt.bracket import Bracket, closed, meet, status_note
 from lipopt.domain import Disjunction
 from lipopt.heuristics.witness import Witness, best_differentiable
@@ -53,11 +52,18 @@ def quick_witness(query: Query, seed: int = 0) -> Witness | None:
 
 
 def floor_upper(query: Query, net_bounds: NetworkBounds) -> float:
-    """The Jacobian-norm bound on ``net_bounds``: never above FastLip's on them."""
-    found = jacobian_norm_bound(
-        query.network, query.domain, query.seed, query.norm, bounds=net_bounds
-    )
-    return found.value
+    """The Jacobian-norm bound on ``net_bounds``: never above FastLip's on them; computed once
+    per query on the whole domain's bounds the query keeps (:meth:`~lipopt.query.Query.bounds`:
+    the MIP's floor and the root cap ask for the same)."""
+
+    def bound() -> float:
+        found = jacobian_norm_bound(
+            query.network, query.domain, query.seed, query.norm, bounds=net_bounds
+        )
+        return found.value
+
+    key = query.key_of(net_bounds)
+    return bound() if key is None else query.once(("floor", key), bound)
 
 
 def capped_by_root(bracket: Bracket, query: Query, say: Say) -> Bracket:
@@ -68,7 +74,7 @@ def capped_by_root(bracket: Bracket, query: Query, say: Say) -> Bracket:
     (planned part by part) and a bracket already at or below the bound are left as they are."""
     if bracket.status == Status.OPTIMAL or isinstance(query.domain, Disjunction):
         return bracket
-    bound = floor_upper(query, linear_bounds(query.network, query.domain, query.seed))
+    bound = floor_upper(query, query.bounds())
     bound = max(bound, bracket.lower or 0.0)
     if not bound < bracket.upper * (1.0 - CAP_MARGIN):
         return bracket

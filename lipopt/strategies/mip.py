@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 
-from lipopt.bounds import propagate
 from lipopt.bounds.interval import NetworkBounds
 from lipopt.bracket import Bracket, closed, contradicts, wrong_bound
 from lipopt.formulation import ModelSpec, build
@@ -54,7 +53,7 @@ def run_mip(node: Mip, query: Query, limit: float | None, ctx: Context) -> Brack
     config, say = node.config, ctx.say
     adapter = get(config.solver)
     call_start = start = time.perf_counter()
-    net_bounds = propagate(query.network, query.domain, query.seed, method=config.bounds)
+    net_bounds = query.bounds(config.bounds)
     say(f"{config.bounds} bounds: {net_bounds.unstable_count} unstable neurons")
     timings = {"bounds": time.perf_counter() - start}
     found: list[Witness] = []

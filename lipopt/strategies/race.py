@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from lipopt.balance import balanced
-from lipopt.bounds.linear import linear_bounds
 from lipopt.bracket import Bracket, meet, noted
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.formulation.build import Formulation
@@ -67,7 +66,8 @@ class Entry(Mapping[str, Any]):
 @dataclass(frozen=True)
 class _Raced:
     """The question the probe, the racers and the splits after or instead of the race share;
-    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been)."""
+    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been; the
+    query itself where that changes nothing, so they read the bounds it keeps)."""
 
     node: Race
     query: Query
@@ -95,7 +95,10 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
     probe (``node.probe`` False: a problem that looks hard) the race starts at once, and the
     backward racer runs the region search before its MIP."""
     start, policy = time.perf_counter(), ctx.policy
-    asked = replace(query, network=balanced(query.network, policy.balance_ratio))
+    network = balanced(query.network, policy.balance_ratio)
+    # the query itself where balancing changed nothing (configure balanced it): the bounds it
+    # keeps are the sub-questions' too
+    asked = query if network is query.network else replace(query, network=network)
     problem = _Raced(node, query, ctx, asked)
     probe_limit = policy.race_after if limit is None else min(policy.race_after, limit)
     probed: Bracket | None = None
@@ -124,8 +127,7 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
 def unstable_share(query: Query) -> float:
     """The share of the neurons with a kink that linear bounds leave unstable on the domain."""
     kinked = query.network.kinked_count
-    bounds = linear_bounds(query.network, query.domain, query.seed)
-    return bounds.unstable_count / kinked if kinked else 0.0
+    return query.bounds().unstable_count / kinked if kinked else 0.0
 
 
 def _with_bab(problem: _Raced) -> _Raced:

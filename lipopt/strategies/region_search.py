@@ -38,7 +38,10 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     assert isinstance(box, (Box, Polytope))  # configure.regions_applicable
     c = np.asarray(query.seed, dtype=np.float64)
     start = time.perf_counter()
-    net_bounds = propagate(query.network, box, c, method=node.bounds)
+    if box is domain:  # the query's own domain: its bounds, kept for the root cap after
+        net_bounds = query.bounds(node.bounds)
+    else:  # an l-inf ball's box (the same set, bounded as a box)
+        net_bounds = propagate(query.network, box, c, method=node.bounds)
     bound_seconds = time.perf_counter() - start
     # the neurons with a kink (an identity neuron never is unstable, nor makes regions)
     hidden = query.network.kinked_count

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.margins import top_two_margin
 from lipopt import LinfBall, lipschitz
 from lipopt.bounds import propagate
 from lipopt.io import OnnxImportError, load_onnx
@@ -279,7 +280,6 @@ def test_the_bundled_digits_cnn_imports_and_agrees_with_onnxruntime():
     assert np.mean([np.argmax(net.forward(i.reshape(-1))) for i in data["images"]]
                    == data["labels"]) >= 0.8  # fmt: skip
     x = data["images"][1].reshape(-1)
-    top = np.argsort(net.forward(x))[::-1]
-    c = np.eye(10)[top[0]] - np.eye(10)[top[1]]
+    c = top_two_margin(net, x)
     result = lipschitz(net, LinfBall(x, 0.002), c=c, time_limit=5)
     assert result.lower is not None and result.lower <= result.upper
