@@ -1,4 +1,4 @@
-"""Checks on a solver's answer, in numpy and scipy only.
+"""Checks on a solver's answer, in numpy, SciPy and HiGHS (:mod:`lipopt.highs_lp`).
 
 For a fixed activation pattern σ every pre-activation is affine in x: ``z_k(x) = A_k x + d_k``
 (the post-activation is ``h_k = D_k z_k`` with ``D_k = α_k + (1 - α_k) σ_k``: ``σ z`` for a
