@@ -206,15 +206,16 @@ def _domain_rows(unit: Domain, d: int) -> tuple[Any, FloatArray, tuple[FloatArra
     ``(u, t[, dev])``, as a CSR matrix, their right sides, and the variables' bounds
     (``u`` in ``[-1, 1]^d``, ``t <= 1``, ``dev >= 0``): the box ``-1 + t <= u_j <= 1 - t``; the
     ℓ1 ball ``±u_j <= dev_j`` and ``Σ_j dev_j + sqrt(d) t <= 1`` (an ℓ2 ball of radius t fits)."""
-    pairs = np.repeat(np.arange(d), 2)  # rows 2j and 2j + 1: -u_j and +u_j
+    pairs = np.repeat(np.arange(d), 2)  # rows 2j and 2j + 1, two entries each: u_j's
     signs = np.tile([-1.0, 1.0], d)
+    starts = np.arange(0, 4 * d + 1, 2)
     lower, upper = np.full(d + 1, -1.0), np.ones(d + 1)
     lower[d] = -np.inf
     if not isinstance(unit, L1Ball):  # ±u_j + t <= 1
         columns = np.column_stack([pairs, np.full(2 * d, d)]).ravel()
         values = np.column_stack([signs, np.ones(2 * d)]).ravel()
         shape, rhs = (2 * d, d + 1), np.ones(2 * d)
-    else:  # ±u_j - dev_j <= 0, then Σ dev + sqrt(d) t <= 1
+    else:  # ±u_j - dev_j <= 0 (+u_j first), then Σ dev + sqrt(d) t <= 1 (d + 1 entries)
         columns = np.concatenate(
             [np.column_stack([pairs, d + 1 + pairs]).ravel(), d + np.arange(d + 1)]
         )
@@ -223,7 +224,7 @@ def _domain_rows(unit: Domain, d: int) -> tuple[Any, FloatArray, tuple[FloatArra
         )
         shape, rhs = (2 * d + 1, 2 * d + 1), np.append(np.zeros(2 * d), 1.0)
         lower, upper = np.append(lower, np.zeros(d)), np.append(upper, np.full(d, np.inf))
-    starts = np.append(np.arange(0, 4 * d + 1, 2), len(columns))[: shape[0] + 1]
+        starts = np.append(starts, len(columns))
     return sparse.csr_array((values, columns, starts), shape=shape), rhs, (lower, upper)
 
 
