@@ -17,7 +17,7 @@ from typing import Any
 from lipopt.bracket import Bracket, closed, contradicts, status_note, wrong_bound
 from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.configure import configure
-from lipopt.domain import Domain
+from lipopt.domain import Disjunction, Domain, L2Ball, ball_part
 from lipopt.heuristics.witness import Witness
 from lipopt.kinks import is_inside_a_region
 from lipopt.lazy import load_for_solving
@@ -117,6 +117,13 @@ def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
     return facts_here(frozenset(picks))
 
 
+def _has_l2_ball(domain: Domain) -> bool:
+    """An ℓ2 ball is the domain's, or one of its union's parts' (their margins need
+    :data:`lipopt.lazy.BALL_MODULES`)."""
+    parts = domain.parts if isinstance(domain, Disjunction) else (domain,)
+    return any(isinstance(ball_part(part), L2Ball) for part in parts)
+
+
 def context(progress: Say | None, policy: Policy, stop: StopHook | None = None) -> Context:
     """The context of a query asked by a user (no racer hook outside a racer)."""
     return Context(progress or silent, policy, DRIVER, stop)
@@ -137,7 +144,7 @@ def answer(
     if unknown:  # what Python says of lipschitz() called with that keyword
         raise TypeError(f"lipschitz() got an unexpected keyword argument {unknown[0]!r}")
     started = time.perf_counter()
-    load_for_solving()
+    load_for_solving(_has_l2_ball(domain))
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)
@@ -221,7 +228,7 @@ def solve_entry(
     """A racer's question as :func:`lipopt.lipschitz`'s keywords (with ``norm`` and ``c``),
     silently, its MIPs reporting to ``stop`` (what a race's racer runs)."""
     arguments = {k: v for k, v in entry.items() if k not in ("norm", "c", "output_norm")}
-    load_for_solving()
+    load_for_solving(_has_l2_ball(domain))
     policy = Policy.current()
     query, config = configure(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),

@@ -82,13 +82,15 @@ def lazy_module(name: str) -> ModuleType:
 
 #: what a solve uses: loaded before its clock starts, so that time limits and the reported
 #: stages count the solve, not the loading (``import lipopt`` loaded them before issue 26)
-SOLVE_MODULES = (
-    PYOMO, "pyomo.repn.plugins.standard_form", "scipy.optimize", "scipy.sparse", "highspy",
-)  # fmt: skip
+SOLVE_MODULES = (PYOMO, "pyomo.repn.plugins.standard_form", "scipy.sparse", "highspy")
+#: what a solve over an ℓ2 ball uses too: ``scipy.optimize`` (~0.3 s), for the margin's
+#: least-norm points (``nnls``); the other margin LPs go to ``highspy`` directly
+BALL_MODULES = ("scipy.optimize",)
 
 
-def load_for_solving() -> None:
-    """Import :data:`SOLVE_MODULES` (at once if they are loaded already)."""
+def load_for_solving(l2_ball: bool = False) -> None:
+    """Import :data:`SOLVE_MODULES`, and :data:`BALL_MODULES` for a domain with an ℓ2 ball
+    (at once if they are loaded already)."""
     defer_scipy_extras()
-    for name in SOLVE_MODULES:
+    for name in SOLVE_MODULES + (BALL_MODULES if l2_ball else ()):
         importlib.import_module(name)

@@ -1,4 +1,4 @@
-"""Checks on a solver's answer, in numpy and scipy only.
+"""Checks on a solver's answer, in numpy, SciPy and HiGHS (:mod:`lipopt.highs_lp`).
 
 For a fixed activation pattern σ every pre-activation is affine in x: ``z_k(x) = A_k x + d_k``
 (the post-activation is ``h_k = D_k z_k`` with ``D_k = α_k + (1 - α_k) σ_k``: ``σ z`` for a
@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from lipopt.domain import Box, Domain, Intersection, L1Ball, L2Ball, ball_part, cut_rows
+from lipopt.highs_lp import LpStatus, solve_lp
 from lipopt.network import Network
 
 FloatArray = NDArray[np.float64]
@@ -128,22 +130,29 @@ def _unit_frame(domain: Domain) -> tuple[FloatArray, FloatArray, Domain]:
 
 @dataclass
 class _PatternRows:
-    """The margin LP's neuron rows, the neuron of each, or the neuron that empties the region."""
+    """The margin LP's rows ``A u + t <= b`` in blocks of ``A``'s rows (``normals``) and of
+    ``b`` (``limits``): the neuron rows first, one per neuron of ``neurons``, then a
+    polytope's; or the neuron that empties the region."""
 
-    rows: list[FloatArray]
-    rhs: list[float]
+    normals: list[FloatArray]
+    limits: list[FloatArray]
     neurons: list[Neuron]
     empty_at: Neuron | None = None
 
+    def arrays(self, dim: int) -> tuple[FloatArray, FloatArray]:
+        """``(A, b)``, ``A`` with ``dim`` columns."""
+        if not self.normals:
+            return np.zeros((0, dim)), np.zeros(0)
+        return np.vstack(self.normals), np.concatenate(self.limits)
+
 
 def _pattern_rows(
-    network: Network, pattern: list[FloatArray], n_vars: int, frame: tuple[FloatArray, FloatArray]
+    network: Network, pattern: list[FloatArray], frame: tuple[FloatArray, FloatArray]
 ) -> _PatternRows:
-    """The margin LP's rows ``-σ_i A_i u / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``)
-    over ``(u, t, ...)``, with ``z_i = A_i u + d_i`` in the unit frame ``x = c + s ∘ u``
-    (``frame = (c, s)``), one per hidden neuron with a kink whose ``A_i`` is not zero. A
-    constant pre-activation (``A_i = 0``) of the wrong sign empties the region (``empty_at``)."""
-    d = network.input_dim
+    """The margin LP's rows ``-σ_i A_i u / ||A_i|| + t <= σ_i d_i / ||A_i||`` (``σ_i = ±1``),
+    with ``z_i = A_i u + d_i`` in the unit frame ``x = c + s ∘ u`` (``frame = (c, s)``), one
+    per hidden neuron with a kink whose ``A_i`` is not zero. A constant pre-activation
+    (``A_i = 0``) of the wrong sign empties the region (``empty_at``: the first such)."""
     shift, scale = frame
     found = _PatternRows([], [], [])
     maps = zip(pattern_affine_maps(network, pattern), _magnitudes(network, pattern), pattern)
@@ -153,28 +162,25 @@ def _pattern_rows(
         d_size = d_abs + a_abs @ np.abs(shift)
         sign = 2.0 * mask - 1.0
         norms = np.linalg.norm(a_mat, axis=1)
-        for i in np.flatnonzero(kinks):
-            if norms[i] <= 1e-12 * a_size[i]:  # A_i = 0 up to rounding (0 when nothing cancels)
-                if sign[i] * d_vec[i] < -1e-12 * max(d_size[i], 1e-300):  # of the wrong sign
-                    found.empty_at = (k, int(i))
-                    return found
-                continue
-            row = np.zeros(n_vars)
-            row[:d] = -sign[i] * a_mat[i] / norms[i]
-            row[d] = 1.0
-            found.rows.append(row)
-            found.rhs.append(sign[i] * d_vec[i] / norms[i])
-            found.neurons.append((k, int(i)))
+        flat = kinks & (norms <= 1e-12 * a_size)  # A_i = 0 up to rounding (0 if none cancels)
+        wrong = flat & (sign * d_vec < -1e-12 * np.maximum(d_size, 1e-300))  # of the wrong sign
+        if wrong.any():
+            found.empty_at = (k, int(np.flatnonzero(wrong)[0]))
+            return found
+        rows = np.flatnonzero(kinks & ~flat)
+        found.normals.append(-sign[rows, None] * a_mat[rows] / norms[rows, None])
+        found.limits.append(sign[rows] * d_vec[rows] / norms[rows])
+        found.neurons.extend((k, int(i)) for i in rows)
     return found
 
 
 def _add_cut_rows(
-    found: _PatternRows, domain: Domain, frame: tuple[FloatArray, FloatArray], n_vars: int
+    found: _PatternRows, domain: Domain, frame: tuple[FloatArray, FloatArray]
 ) -> None:
     """After the neuron rows, a polytope's rows ``a·x <= b`` in the unit frame with the margin:
     ``(a ∘ s)·u / ||a ∘ s|| + t <= (b - a·c) / ||a ∘ s||``; for a ball ∩ a polytope also the
     polytope's box bounds that cut into the ball's box. They are not neurons (``neurons`` stays
-    shorter than ``rows``)."""
+    shorter than the rows)."""
     rows = cut_rows(domain)
     a, b = rows if rows is not None else (np.zeros((0, len(frame[0]))), np.zeros(0))
     if isinstance(domain, Intersection):
@@ -184,78 +190,76 @@ def _add_cut_rows(
         eye = np.eye(d)
         a = np.vstack([a, eye[high < ball_high], -eye[low > ball_low]])
         b = np.concatenate([b, high[high < ball_high], -low[low > ball_low]])
+    if not len(b):
+        return
     shift, scale = frame
-    d = len(shift)
-    for a_k, b_k in zip(a * scale, b - a @ shift):
-        norm = float(np.linalg.norm(a_k))
-        row = np.zeros(n_vars)
-        row[:d] = a_k / norm
-        row[d] = 1.0
-        found.rows.append(row)
-        found.rhs.append(float(b_k) / norm)
+    scaled = a * scale
+    norms = np.array([np.linalg.norm(row) for row in scaled])  # per row: see below
+    # (a last-bit change of a row can move a degenerate LP's tiny duals, and so the support;
+    # these are the rows linprog was given)
+    found.normals.append(scaled / norms[:, None])
+    found.limits.append((b - a @ shift) / norms)
 
 
-def _domain_rows(
-    domain: Domain,
-    lower: FloatArray,
-    upper: FloatArray,
-    n_vars: int,
-    rows: list[FloatArray],
-    rhs: list[float],
-) -> list[tuple[float | None, float | None]]:
-    """Append the rows keeping ``x`` at distance ``t`` inside ``domain`` to ``rows``/``rhs``
-    and return the variables' bounds: a box ``lo + t <= x <= hi - t``; an ℓ1 ball
-    ``Σ_j dev_j + sqrt(d) t <= ρ`` with ``|x_j - c_j| <= dev_j`` (an ℓ2 ball of radius t fits)."""
-    d = len(lower)
-    bounds: list[tuple[float | None, float | None]] = [
-        (float(lo), float(hi)) for lo, hi in zip(lower, upper)
-    ]
-    bounds.append((None, 1.0))
-    if isinstance(domain, L1Ball):
-        bounds.extend([(0.0, None)] * d)
-        for j in range(d):
-            for sgn in (1.0, -1.0):  # sgn (x_j - c_j) - dev_j <= 0
-                row = np.zeros(n_vars)
-                row[j] = sgn
-                row[d + 1 + j] = -1.0
-                rows.append(row)
-                rhs.append(sgn * float(domain.center[j]))
-        row = np.zeros(n_vars)  # Σ dev + sqrt(d) t <= ρ : an ℓ2 ball of radius t fits inside
-        row[d + 1 :] = 1.0
-        row[d] = np.sqrt(d)
-        rows.append(row)
-        rhs.append(domain.radius)
-    else:
-        for j in range(d):  # lo + t <= x <= hi - t
-            for sgn, limit in ((-1.0, -float(lower[j])), (1.0, float(upper[j]))):
-                row = np.zeros(n_vars)
-                row[j] = sgn
-                row[d] = 1.0
-                rows.append(row)
-                rhs.append(limit)
-    return bounds
+def _domain_rows(unit: Domain, d: int) -> tuple[Any, FloatArray, tuple[FloatArray, FloatArray]]:
+    """The rows keeping ``u`` at distance ``t`` inside the unit box or ℓ1 ball, over
+    ``(u, t[, dev])``, as a CSR matrix, their right sides, and the variables' bounds
+    (``u`` in ``[-1, 1]^d``, ``t <= 1``, ``dev >= 0``): the box ``-1 + t <= u_j <= 1 - t``; the
+    ℓ1 ball ``±u_j <= dev_j`` and ``Σ_j dev_j + sqrt(d) t <= 1`` (an ℓ2 ball of radius t fits)."""
+    pairs = np.repeat(np.arange(d), 2)  # rows 2j and 2j + 1, two entries each: u_j's
+    signs = np.tile([-1.0, 1.0], d)
+    starts = np.arange(0, 4 * d + 1, 2)
+    lower, upper = np.full(d + 1, -1.0), np.ones(d + 1)
+    lower[d] = -np.inf
+    if not isinstance(unit, L1Ball):  # ±u_j + t <= 1
+        columns = np.column_stack([pairs, np.full(2 * d, d)]).ravel()
+        values = np.column_stack([signs, np.ones(2 * d)]).ravel()
+        shape, rhs = (2 * d, d + 1), np.ones(2 * d)
+    else:  # ±u_j - dev_j <= 0 (+u_j first), then Σ dev + sqrt(d) t <= 1 (d + 1 entries)
+        columns = np.concatenate(
+            [np.column_stack([pairs, d + 1 + pairs]).ravel(), d + np.arange(d + 1)]
+        )
+        values = np.concatenate(
+            [np.column_stack([-signs, -np.ones(2 * d)]).ravel(), [np.sqrt(d)], np.ones(d)]
+        )
+        shape, rhs = (2 * d + 1, 2 * d + 1), np.append(np.zeros(2 * d), 1.0)
+        lower, upper = np.append(lower, np.zeros(d)), np.append(upper, np.full(d, np.inf))
+        starts = np.append(starts, len(columns))
+    return sparse.csr_array((values, columns, starts), shape=shape), rhs, (lower, upper)
+
+
+def _margin_lp(
+    found: _PatternRows, unit: Domain, d: int
+) -> tuple[Any, FloatArray, tuple[Any, Any]]:
+    """The margin LP's constraints ``M (u, t[, dev]) <= rhs`` as a CSR matrix (the rows of
+    ``found`` with the margin's column of ones, then :func:`_domain_rows`), and the bounds."""
+    domain, domain_rhs, bounds = _domain_rows(unit, d)
+    normals, limits = found.arrays(d)
+    block = np.zeros((len(limits), domain.shape[1]))
+    block[:, :d], block[:, d] = normals, 1.0
+    matrix = sparse.vstack([sparse.csr_array(block), domain], format="csr")
+    return matrix, np.concatenate([limits, domain_rhs]), bounds
 
 
 def check_region(
     network: Network, pattern: list[FloatArray], domain: Domain, time_limit: float | None = None
 ) -> RegionCheck:
-    """Solve the margin LP for ``pattern`` over ``domain`` (variables: x, t[, ℓ1 deviations]);
-    undecided where it does not finish within ``time_limit`` seconds (on 2000 inputs and 2000
-    neurons the dense LP took 120 s). The ℓ2 ball by :func:`_ball_margin`."""
+    """Solve the margin LP for ``pattern`` over ``domain`` (variables: u, t[, ℓ1 deviations]
+    in the unit frame); undecided where it does not finish within ``time_limit`` seconds (on
+    2000 inputs and 2000 neurons the dense LP took 120 s). The ℓ2 ball by :func:`_ball_margin`."""
     d = network.input_dim
-    n_vars = d + 1 + (d if isinstance(ball_part(domain), L1Ball) else 0)  # u, t, dev
     shift, scale, unit = _unit_frame(domain)
-    found = _pattern_rows(network, pattern, n_vars, (shift, scale))
+    found = _pattern_rows(network, pattern, (shift, scale))
     if found.empty_at is not None:
         return RegionCheck(Dimension.LOWER, -np.inf, None, (found.empty_at,))
-    _add_cut_rows(found, domain, (shift, scale), n_vars)
+    _add_cut_rows(found, domain, (shift, scale))
     if time_limit is not None and time_limit <= 0:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     if isinstance(unit, L2Ball):
         check = _ball_margin(found, d, deadline)
     else:
-        check = _polytope_margin(found, unit, (d, n_vars), deadline)
+        check = _polytope_margin(found, unit, d, deadline)
     if check.point is None:
         return check
     lower, upper = domain.bounding_box()
@@ -264,34 +268,28 @@ def check_region(
 
 
 def _polytope_margin(
-    found: _PatternRows, unit: Domain, sizes: tuple[int, int], deadline: float | None
+    found: _PatternRows, unit: Domain, d: int, deadline: float | None
 ) -> RegionCheck:
-    """The margin LP of a box or an ℓ1 ball (in the unit frame ``unit``; ``sizes``: the
-    inputs and the LP's variables), by HiGHS within the time to ``deadline``; its point in
-    the unit frame."""
-    from scipy.optimize import linprog  # scipy.optimize takes ~0.5 s to import: not at import
-
-    d, n_vars = sizes
-    rows, rhs = list(found.rows), list(found.rhs)
-    bounds = _domain_rows(unit, -np.ones(d), np.ones(d), n_vars, rows, rhs)
-    objective = np.zeros(n_vars)
+    """The margin LP of a box or an ℓ1 ball (in the unit frame ``unit``, over ``d`` inputs),
+    by HiGHS within the time to ``deadline``; its point in the unit frame."""
+    matrix, rhs, bounds = _margin_lp(found, unit, d)
+    objective = np.zeros(matrix.shape[1])
     objective[d] = -1.0  # max t
     left = None if deadline is None else deadline - time.perf_counter()
     if left is not None and left <= 0:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
-    result = linprog(
-        objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs",
-        options={} if left is None else {"time_limit": float(left)},
-    )  # fmt: skip
-    if result.status == 2:  # infeasible: even t -> -inf cannot satisfy it; cannot happen (t free)
+    answer = solve_lp(objective, matrix, rhs, bounds, left)
+    if answer.status is LpStatus.INFEASIBLE:  # even t -> -inf cannot satisfy it: cannot happen
         return RegionCheck(Dimension.LOWER, -np.inf, None)
-    if result.status != 0:
+    if answer.status is not LpStatus.OPTIMAL or answer.x is None:
         return RegionCheck(Dimension.UNDECIDED, float("nan"), None)
-    margin, point = float(-result.fun), np.asarray(result.x[:d], dtype=np.float64)
+    margin, point = -answer.objective, np.asarray(answer.x[:d], dtype=np.float64)
     if margin > FULL_DIM_MARGIN:
         return RegionCheck(Dimension.FULL, margin, point)
     if margin <= NULL_MARGIN:
-        return RegionCheck(Dimension.LOWER, margin, point, _support(result, found.neurons))
+        return RegionCheck(
+            Dimension.LOWER, margin, point, _support(answer.row_duals, found.neurons)
+        )
     return RegionCheck(Dimension.UNDECIDED, margin, point)
 
 
@@ -311,8 +309,7 @@ def _ball_margin(found: _PatternRows, dim: int, deadline: float | None) -> Regio
     Farkas, when the region is empty. *Full-dimensional*: the least-norm points of the regions
     shrunk by ``τ`` (``A u <= b - τ``) for decreasing ``τ``, each checked in numpy:
     ``min(b - A u, 1 - ||u||)`` is its margin for certain."""
-    rows = np.array(found.rows).reshape(-1, dim + 1)
-    a_mat, b_vec = rows[:, :dim], np.array(found.rhs)
+    a_mat, b_vec = found.arrays(dim)
     if not len(b_vec):  # no neuron row: the whole ball
         return RegionCheck(Dimension.FULL, 1.0, np.zeros(dim))
     try:
@@ -373,15 +370,14 @@ def _dual_margin(a_mat: FloatArray, b_vec: FloatArray, multipliers: FloatArray) 
     return (float(multipliers @ b_vec) + pull + rounding) / total
 
 
-def _support(result: Any, neurons: list[Neuron]) -> tuple[Neuron, ...] | None:
-    """The neurons whose rows have a nonzero dual value in the margin LP's optimum: the LP
-    over those rows and the domain's alone has the same optimum (its dual keeps the same
-    solution), so they alone prove the region lower-dimensional."""
-    marginals = getattr(getattr(result, "ineqlin", None), "marginals", None)
-    if marginals is None:
+def _support(duals: FloatArray | None, neurons: list[Neuron]) -> tuple[Neuron, ...] | None:
+    """The neurons whose rows have a nonzero dual value (``duals``: the margin LP's rows', the
+    neuron rows first) in the LP's optimum: the LP over those rows and the domain's alone has
+    the same optimum (its dual keeps the same solution), so they alone prove the region
+    lower-dimensional."""
+    if duals is None:
         return None
-    duals = np.asarray(marginals)[: len(neurons)]
-    support = tuple(neuron for neuron, dual in zip(neurons, duals) if dual != 0.0)
+    support = tuple(neuron for neuron, dual in zip(neurons, duals[: len(neurons)]) if dual != 0.0)
     return support or None  # no neuron row in the proof: numerical noise, cut the whole pattern
 
 
