@@ -304,12 +304,13 @@ class SolveConfig:
             "with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 outputs. By default "
             "the plan, in which it races the backward MIP in the forward MIP's place where the "
             "formulations race, the network has at least 32 inputs and at least half its "
-            "neurons with a kink are unstable under linear bounds (the policy's "
-            "`BAB_RACE_MIN_INPUTS` and `BAB_RACE_UNSTABLE_SHARE`, "
+            "neurons with a kink, or at least 64 of them, are unstable under linear bounds "
+            "(the policy's `BAB_RACE_MIN_INPUTS`, `BAB_RACE_UNSTABLE_SHARE` and "
+            "`BAB_RACE_MIN_UNSTABLE`, "
             "[performance](performance.md#the-branch-and-bound-in-the-race)). "
             "`--no-bab` never runs it"
         ),
-        shown="in the race where half the neurons are unstable",
+        shown="in the race where half the neurons, or 64, are unstable",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,

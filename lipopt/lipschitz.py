@@ -256,9 +256,11 @@ def lipschitz(
             ``"auto"`` (the default): the plan, in which the branch and bound races the
             backward MIP in the forward MIP's place where the formulations race, the network
             has ``BAB_RACE_MIN_INPUTS`` (32) inputs or more and at least
-            ``BAB_RACE_UNSTABLE_SHARE`` (half) of its kinked neurons are unstable under linear
-            bounds (benchmarks/results/bab_race.md); the policy's ``BAB_AFTER_SHARE`` (1:
-            measured at 0.5, it lost) could also run it after an unfinished plan. False: the
+            ``BAB_RACE_UNSTABLE_SHARE`` (half) of its kinked neurons, or
+            ``BAB_RACE_MIN_UNSTABLE`` (64) of them, are unstable under linear bounds
+            (benchmarks/results/bab_race.md, bab_race_count.md); the policy's
+            ``BAB_AFTER_SHARE`` (1: measured at 0.5, it lost) could also run it after an
+            unfinished plan. False: the
             plan without it (benchmarks/results/activation_bab.md, bab_after.md).
         start_point: a point of the domain, e.g. the witness of an earlier solve: its gradient norm,
             verified as any witness, becomes the MIP's cutoff as the attack's value does (the

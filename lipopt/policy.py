@@ -174,6 +174,14 @@ MIN_BAB_SECONDS = 2.0
 #: the digits CNN at 0.05: 1.41 -> 1.51 and 1.24 -> 1.33 by weaker lower bounds; at 0.1, 35 %:
 #: one better, one worse)
 BAB_RACE_UNSTABLE_SHARE = 0.5
+#: ... or at least this many of them, whatever their share: networks whose MIPs are too big to
+#: explore in the limit. benchmarks/bab_race.py at 60 s with the score branching of
+#: BAB_SCORE_MIN_UNSTABLE (results/bab_race_count.md): on the digits CNN, 145-297 unstable at
+#: 17-36 %, the branch and bound's bracket was tighter on all four cases (radius 0.05: 1.50 ->
+#: 1.37, 1.26 -> 1.21; 0.1: 2.66 -> 1.92, 2.40 -> 1.85); on the digits MLP at 0.05, 34 and 44
+#: unstable at 27-34 %, the forward racer was exact (in 3.4 and 29.8 s) where the branch and
+#: bound was exact in 2.7 s and stopped at 1.036
+BAB_RACE_MIN_UNSTABLE = 64
 #: ... and only on networks of at least this many inputs: the speed suite's unit boxes of 10 and
 #: 16 inputs are all unstable, and there the forward racer wins some races (docs/performance.md,
 #: "The forward formulation and the race"); of them only [10,20,20,1] was measured with the
@@ -319,6 +327,7 @@ class Policy:
     bab_after_share: float
     min_bab_seconds: float
     bab_race_unstable_share: float
+    bab_race_min_unstable: int
     bab_race_min_inputs: int
     min_solve_share: float
     min_race_seconds: float

@@ -229,7 +229,8 @@ def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) ->
 def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool, query: Query) -> Race:
     """The backward MIP against the forward one; where :func:`races_bab`, the activation
     branch and bound as the alternative to the forward racer, taken when the race starts with
-    at least ``bab_race_unstable_share`` of the kinked neurons unstable."""
+    at least ``bab_race_unstable_share`` of the kinked neurons unstable, or at least
+    ``bab_race_min_unstable`` of them."""
     racers = []
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = race_solver(config.solver, form, facts, policy)
@@ -242,7 +243,7 @@ def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool, query:
         bab = Racer(f"branch and bound ({parts})", Formulation.FORWARD, parts, False, bab=True)
     return Race(
         config, probe, tuple(racers), config.sign_split is True, config.split_leader, bab,
-        policy.bab_race_unstable_share,
+        policy.bab_race_unstable_share, policy.bab_race_min_unstable,
     )  # fmt: skip
 
 

@@ -132,20 +132,22 @@ def unstable_share(query: Query) -> float:
 
 def _with_bab(problem: _Raced) -> _Raced:
     """The race with the plan's branch and bound in the forward racer's place (and no leader
-    split) where at least ``bab_from_share`` of the kinked neurons are unstable; else as
-    planned."""
+    split) where at least ``bab_from_share`` of the kinked neurons, or ``bab_from_count`` of
+    them, are unstable; else as planned."""
     node = problem.node
     if node.bab_racer is None:
         return problem
     share = unstable_share(problem.query)
-    if share < node.bab_from_share:
+    count = problem.query.bounds().unstable_count
+    many = node.bab_from_count is not None and count >= node.bab_from_count
+    if share < node.bab_from_share and not many:
         return problem
     racers = tuple(
         node.bab_racer if racer.formulation is Formulation.FORWARD else racer
         for racer in node.racers
     )
     problem.ctx.say(
-        f"{share:.0%} of the neurons are unstable: the {node.bab_racer.name} races in the "
+        f"{count} neurons ({share:.0%}) are unstable: the {node.bab_racer.name} races in the "
         "forward model's place"
     )
     return replace(problem, node=replace(node, racers=racers, split_leader=False))

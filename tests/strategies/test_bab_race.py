@@ -51,6 +51,7 @@ def test_the_planner_offers_the_branch_and_bound_from_the_policys_inputs(inputs,
     assert (node.bab_racer is not None) is offered
     if offered:
         assert node.bab_racer.bab and node.bab_from_share == policy_module.BAB_RACE_UNSTABLE_SHARE
+        assert node.bab_from_count == policy_module.BAB_RACE_MIN_UNSTABLE
     never = _race_node(plan(query, config.but(bab=False), facts, policy))
     assert never.bab_racer is None  # bab=False: the plan never runs it
 
@@ -94,5 +95,35 @@ def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch,
     res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
     truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
     assert any(entry["bab"] is True for entry in seen.values()), seen.keys()
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
+@pytest.mark.parametrize("by_count", [True, False])
+def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeypatch, by_count):
+    """Below ``BAB_RACE_UNSTABLE_SHARE``, the branch and bound races where at least
+    ``BAB_RACE_MIN_UNSTABLE`` neurons are unstable, and only there; the answer is the oracle's."""
+    net = random_network(np.random.default_rng(0), [3, 10, 10, 1])
+    box = Box(np.zeros(3), np.ones(3))
+    query = Query(net, box, InputNorm.LINF, np.ones(1))
+    count = query.bounds().unstable_count
+    assert 0 < count and unstable_share(query) < 1.0
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)  # race at once
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
+    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 1.01)  # never by the share
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
+    seen: dict = {}
+    real = race_module.race_answers
+
+    def spy(network, domain, entries, *args, **kwargs):
+        seen.update(entries)
+        return real(network, domain, entries, *args, **kwargs)
+
+    monkeypatch.setattr(race_module, "race_answers", spy)
+    res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
+    truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
+    assert seen, "the race did not run"
+    assert any(entry["bab"] is True for entry in seen.values()) is by_count
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
