@@ -69,7 +69,8 @@ def child_env(tree: Path) -> dict[str, str]:
 
 
 #: the imports of a small solve, each row adding one package to those above it (SciPy's
-#: stats, integrate and spatial deferred before Pyomo is imported, as a solve does them)
+#: stats, integrate and spatial deferred before Pyomo is imported, as a solve does them;
+#: scipy.optimize no longer: the margin LP goes to highspy, lipopt/highs_lp.py)
 FLOOR = (
     ("python (no import)", "pass"),
     ("+ numpy", "import numpy"),
@@ -79,7 +80,6 @@ FLOOR = (
      "pyomo.repn.plugins.standard_form"),
     ("+ highspy", "import highspy"),
     ("+ onnx", "import onnx"),
-    ("+ scipy.optimize (the margin LP's linprog, lipopt/verify.py)", "import scipy.optimize"),
     ("+ lipopt's modules of a solve", "import lipopt.cli.solve"),
 )  # fmt: skip
 
