@@ -76,12 +76,9 @@ def test_the_unstable_share_is_at_least_the_sampled_share():
         assert _sampled_unstable(net, domain) / 24 <= share <= 1.0
 
 
-@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch, seed):
-    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)  # race at once
-    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
-    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
+def _raced_entries(monkeypatch) -> dict:
+    """Race at once, and collect the racers' questions (their entries, by racer name)."""
+    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)
     seen: dict = {}
     real = race_module.race_answers
 
@@ -90,6 +87,15 @@ def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch,
         return real(network, domain, entries, *args, **kwargs)
 
     monkeypatch.setattr(race_module, "race_answers", spy)
+    return seen
+
+
+@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch, seed):
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
+    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
+    seen = _raced_entries(monkeypatch)
     net = random_network(np.random.default_rng(seed), [3, 10, 10, 1])
     box = Box(np.zeros(3), np.ones(3))
     res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
@@ -109,18 +115,10 @@ def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeyp
     query = Query(net, box, InputNorm.LINF, np.ones(1))
     count = query.bounds().unstable_count
     assert 0 < count and unstable_share(query) < 1.0
-    monkeypatch.setattr(policy_module, "RACE_AFTER", 1e-4)  # race at once
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
     monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 1.01)  # never by the share
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
-    seen: dict = {}
-    real = race_module.race_answers
-
-    def spy(network, domain, entries, *args, **kwargs):
-        seen.update(entries)
-        return real(network, domain, entries, *args, **kwargs)
-
-    monkeypatch.setattr(race_module, "race_answers", spy)
+    seen = _raced_entries(monkeypatch)
     res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
     truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
     assert seen, "the race did not run"
