@@ -95,14 +95,17 @@ def pair_table(
     about: str,
     names: tuple[str, str],
     rows: list[tuple[str, tuple, tuple]],
+    extra: tuple[str, dict[str, object]] | None = None,
 ) -> str:
-    """The table of two solves per case (``benchmarks/bab_race.py``, ``bab_after.py``):
-    ``rows`` of (label, first, second), each solve as :func:`cell`'s arguments."""
+    """The table of two solves per case (``benchmarks/bab_race.py``, ``bab_after.py``,
+    ``bab_branching.py``): ``rows`` of (label, first, second), each solve as :func:`cell`'s
+    arguments; ``extra``: a column's heading and its value per label, after the case."""
     from machine import run_stamp
 
     heads = " ".join(
         f"| {name} bracket | {name} ratio | {name} status | {name} s" for name in names
     )
+    extra_head = "" if extra is None else f" | {extra[0]}"
     lines = [
         f"# {title}",
         "",
@@ -110,12 +113,28 @@ def pair_table(
         "",
         about,
         "",
-        f"| case {heads} |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| case{extra_head} {heads} |",
+        "|---" * (9 + (extra is not None)) + "|",
     ]
     for label, first, second in rows:
-        lines.append(f"| {label} | {cell(*first)} | {cell(*second)} |")
+        value = "" if extra is None else f" | {extra[1][label]}"
+        lines.append(f"| {label}{value} | {cell(*first)} | {cell(*second)} |")
     return "\n".join(lines) + "\n"
+
+
+def paired_solves(
+    job: Any, cases: list[str], limit: float, settings: tuple[Any, Any], names: tuple[str, str]
+) -> list[tuple[str, tuple, tuple]]:
+    """Each case solved by ``job((case, limit, setting), queue)`` once per setting, each in a
+    fresh process, one after the other; the rows of :func:`pair_table`."""
+    from machine import in_fresh_process
+
+    rows = []
+    for case in cases:
+        first, second = (in_fresh_process(job, (case, limit, s)) for s in settings)
+        print(f"{case}: {names[0]} {cell(*first)}; {names[1]} {cell(*second)}", flush=True)
+        rows.append((case, first, second))
+    return rows
 
 
 def table(rows: list[dict[str, Any]], limit: float, argv: str) -> str:

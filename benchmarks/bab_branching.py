@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from activation_bab import _cell  # noqa: E402  (the same table cells)
+from activation_bab import pair_table, paired_solves  # noqa: E402  (the same table)
 from bab_race import DIGITS, make  # noqa: E402  (the same cases)
 
 SPEED = [
@@ -39,12 +39,8 @@ def _job(args: tuple[str, float, str], queue: Any) -> None:
     """One ``bab=True`` solve with the branching rule forced, in this (fresh) process."""
     from dataclasses import replace
 
-    import numpy as np
-
     import lipopt
     import lipopt.plan.planner as planner
-    from lipopt.bounds.linear import linear_bounds
-    from lipopt.search.kinds import unstable_count
 
     case, limit, rule = args
     planned = planner._bab
@@ -55,52 +51,47 @@ def _job(args: tuple[str, float, str], queue: Any) -> None:
 
     planner._bab = forced
     net, domain, c = make(case)
-    seed = np.ones(net.output_dim) if c is None else np.atleast_1d(np.asarray(c, dtype=float))
-    unstable = unstable_count(net, linear_bounds(net, domain, seed).states)
     start = time.perf_counter()
     res = lipopt.lipschitz(net, domain, "linf", c=c, time_limit=limit, bab=True)
-    seconds = time.perf_counter() - start
-    queue.put((unstable, (res.lower, res.upper, str(res.status), seconds)))
+    queue.put((res.lower, res.upper, str(res.status), time.perf_counter() - start))
 
 
-def table(rows: list[tuple[str, int, tuple, tuple]], limit: float, argv: str) -> str:
-    from machine import run_stamp
+def root_unstable(case: str) -> int:
+    """The case's kinked neurons unstable under the root's linear bounds."""
+    import numpy as np
 
-    lines = [
-        "# The activation branch and bound's branching rule: layer or score",
-        "",
-        f"Measured {run_stamp()}. Command: `{(COMMAND + argv).strip()}`.",
-        "",
+    from lipopt.bounds.linear import linear_bounds
+    from lipopt.search.kinds import unstable_count
+
+    net, domain, c = make(case)
+    seed = np.ones(net.output_dim) if c is None else np.atleast_1d(np.asarray(c, dtype=float))
+    return unstable_count(net, linear_bounds(net, domain, seed).states)
+
+
+def table(rows: list[tuple[str, tuple, tuple]], unstable: dict, limit: float, argv: str) -> str:
+    about = (
         f"Time limit {limit:g} s per solve; ℓ∞ input norm; `bab=True`, lipopt's defaults "
         "otherwise, the rule forced. Unstable = kinked neurons unstable under the root's linear "
         "bounds. Each rule: bracket [lower, upper], upper/lower, status, wall seconds; a fresh "
-        "process each, one after the other.",
-        "",
-        "| case | unstable | layer bracket | layer ratio | layer status | layer s "
-        "| score bracket | score ratio | score status | score s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for label, unstable, layer, score in rows:
-        lines.append(f"| {label} | {unstable} | {_cell(*layer)} | {_cell(*score)} |")
-    return "\n".join(lines) + "\n"
+        "process each, one after the other."
+    )
+    return pair_table(
+        "The activation branch and bound's branching rule: layer or score",
+        (COMMAND + argv).strip(), about, RULES, rows, ("unstable", unstable),
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import in_fresh_process
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--cases", default=",".join(DIGITS + SPEED), help="comma list")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/bab_branching.md")
     args = parser.parse_args(argv)
-    rows = []
-    for case in args.cases.split(","):
-        runs = {rule: in_fresh_process(_job, (case, args.time_limit, rule)) for rule in RULES}
-        unstable = runs["layer"][0]
-        print(case, unstable, *(f"{rule} {_cell(*runs[rule][1])}" for rule in RULES), flush=True)
-        rows.append((case, unstable, runs["layer"][1], runs["score"][1]))
+    cases = args.cases.split(",")
+    unstable = {case: root_unstable(case) for case in cases}
+    rows = paired_solves(_job, cases, args.time_limit, RULES, RULES)
     shown = " ".join(sys.argv[1:] if argv is None else argv)
-    args.out.write_text(table(rows, args.time_limit, shown))
+    args.out.write_text(table(rows, unstable, args.time_limit, shown))
     print(f"wrote {args.out}")
     return 0
 

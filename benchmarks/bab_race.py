@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from activation_bab import cell, pair_table  # noqa: E402  (the same table)
+from activation_bab import pair_table, paired_solves  # noqa: E402  (the same table)
 
 MODELS = ROOT / "benchmarks" / "models"
 DIGITS = [f"{net}-{r}-{i}" for net in ("mlp", "cnn") for r in ("0.05", "0.1") for i in (0, 1)]
@@ -83,19 +83,13 @@ def table(rows: list[tuple[str, tuple, tuple]], limit: float, argv: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from machine import in_fresh_process
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--cases", default=",".join(DIGITS + SPEED), help="comma list")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/bab_race.md")
     args = parser.parse_args(argv)
-    rows = []
-    for case in args.cases.split(","):
-        forward = in_fresh_process(_job, (case, args.time_limit, False))
-        bab = in_fresh_process(_job, (case, args.time_limit, True))
-        print(f"{case}: forward {cell(*forward)}; BaB {cell(*bab)}", flush=True)
-        rows.append((case, forward, bab))
+    cases = args.cases.split(",")
+    rows = paired_solves(_job, cases, args.time_limit, (False, True), ("forward", "BaB"))
     shown = " ".join(sys.argv[1:] if argv is None else argv)
     args.out.write_text(table(rows, args.time_limit, shown))
     print(f"wrote {args.out}")
