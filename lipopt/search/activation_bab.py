@@ -325,16 +325,16 @@ def activation_bab_on(
     if options.branching not in BRANCHING:
         raise ValueError(f"unknown branching rule {options.branching!r}; one of {BRANCHING}")
     check_supported(network, domain, seed, norm)
-    search = _Search((network, domain, seed, norm), options, deadline)
-    witness = start or start_witness(network, domain, seed, norm, options, deadline)
-    if witness is not None:
-        search.offer(witness.norm_value, witness.point, witness.certified_pattern)
     root = query.split_root()
     if root is None:  # cannot happen for a non-empty domain; kept for the type
         raise ValueError("activation branch and bound: the domain's bounds are empty")
-    unstable = unstable_count(network, root.states)
-    rule = resolved_branching(options.branching, options.score_from, unstable)
-    search.options = replace(options, branching=rule)
+    rule = resolved_branching(
+        options.branching, options.score_from, unstable_count(network, root.states)
+    )
+    search = _Search((network, domain, seed, norm), replace(options, branching=rule), deadline)
+    witness = start or start_witness(network, domain, seed, norm, options, deadline)
+    if witness is not None:
+        search.offer(witness.norm_value, witness.point, witness.certified_pattern)
     root_upper = search.make_node({}, root, None)
     if isinstance(solve_part, PartPool):
         stopped = run_pooled(search, solve_part)
