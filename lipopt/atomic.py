@@ -13,8 +13,11 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 
 def _umask() -> int:
@@ -47,17 +50,33 @@ def _fsync(path: Path) -> None:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM at the OS level for the block; one that arrived is handled just
-    after it. Where the platform cannot (no ``pthread_sigmask``), nothing is held."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask"):
+    """Hold SIGINT and SIGTERM for the block: their Python handlers (which run in the main
+    thread only, whichever thread the OS hands the signal to) are swapped for one that notes
+    the signal, and each noted signal goes to its own handler just after the block (the
+    default action re-raised, an ignored one dropped). Outside the main thread nothing is
+    held: no handler can interrupt that thread's code."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted: list[tuple[int, FrameType | None]] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append((signum, frame))
+
+    previous: dict[int, Any] = {
+        sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum, frame in noted:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 @contextlib.contextmanager

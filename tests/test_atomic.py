@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,10 +53,10 @@ def test_failed_write_keeps_old_target_removes_temp_and_reraises(tmp_path, error
         assert target.read_text() == old
 
 
-@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks here")
 def test_ctrl_c_just_after_the_temporary_is_created_removes_it(tmp_path, monkeypatch):
     """The CI-seen race: a signal landing between ``mkstemp`` creating the file and the name
-    being kept left the temporary behind. Here SIGINT is sent at exactly that moment."""
+    being kept left the temporary behind. Here SIGINT is sent at exactly that moment, with a
+    second thread alive (as in a pytest-xdist worker), which the OS may hand the signal to."""
     real_mkstemp = tempfile.mkstemp
 
     def mkstemp_then_signal(*args: Any, **kwargs: Any) -> tuple[int, str]:
@@ -64,9 +65,16 @@ def test_ctrl_c_just_after_the_temporary_is_created_removes_it(tmp_path, monkeyp
         return made
 
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_signal)
+    done = threading.Event()
+    waiter = threading.Thread(target=done.wait)
+    waiter.start()
     target = tmp_path / "out.md"
-    with pytest.raises(KeyboardInterrupt), atomic_path(target) as temp:
-        temp.write_text("never kept")
+    try:
+        with pytest.raises(KeyboardInterrupt), atomic_path(target) as temp:
+            temp.write_text("never kept")
+    finally:
+        done.set()
+        waiter.join()
     assert _names(tmp_path) == []
 
 
