@@ -35,6 +35,10 @@ CAPTURE_LOCK_WAIT = 10.0
 #: Linux's prctl option: the signal a process receives when its parent dies
 PR_SET_PDEATHSIG = 1
 
+#: native thread pools (OpenBLAS, OpenMP) of this process held to one thread while it has
+#: forked workers: how many :class:`ForkedWorkers` hold them, and the limiter to restore
+_HELD: list[Any] = []
+
 
 class WorkerLost(SolverFailure):
     """A worker process ended (killed, out of memory) before it answered its task."""
@@ -91,11 +95,41 @@ def die_with_parent(parent: int) -> None:
             os._exit(1)
 
 
+def one_native_thread() -> Any:
+    """Limit this process's native thread pools (numpy's OpenBLAS, OpenMP) to one thread and
+    return the limiter (its ``restore_original_limits()`` undoes it).
+
+    Workers and their parent share the cores one process each; a BLAS pool of one thread per
+    core in every process oversubscribes them, and OpenBLAS's threads then spin waiting for
+    each other: two racers of the branch and bound on the 2-core machine expanded 432 and
+    410 parts in 20 s with two BLAS threads each, 1762 and 1514 with one
+    (docs/performance.md, "Native threads")."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
+def _hold_native_threads() -> None:
+    """This process starts forked workers: its own pools go to one thread until the last
+    :class:`ForkedWorkers` closes (:func:`_release_native_threads`)."""
+    _HELD.append(one_native_thread() if not _HELD else None)
+
+
+def _release_native_threads() -> None:
+    if _HELD:
+        limiter = _HELD.pop()
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
 def _serve(conn: Connection, handle: Callable[[Any], Any], parent: int) -> None:
     """A worker's loop: answer each task with ``("ok", handle(task))`` or ``("error", err)``
     until it receives None. An error that cannot cross the pipe is sent as a
-    :class:`SolverError` naming it."""
+    :class:`SolverError` naming it. The worker's native thread pools run one thread
+    (:func:`one_native_thread`)."""
     die_with_parent(parent)
+    _HELD.clear()  # the parent's holds are not this process's
+    one_native_thread()
     try:
         while True:
             task = conn.recv()
@@ -158,7 +192,10 @@ class ForkedWorkers:
         self.started: list[tuple[Connection, Any]] = []  # every worker, until close()
         self.free: list[tuple[Connection, Any]] = []
         self.running: dict[Connection, tuple[Any, Any]] = {}
+        self.holding = False
         try:
+            _hold_native_threads()
+            self.holding = True
             for _ in range(count):
                 self.add_worker()
         except BaseException:
@@ -235,6 +272,9 @@ class ForkedWorkers:
                 _terminate(proc)
             conn.close()
         self.started, self.free, self.running = [], [], {}
+        if self.holding:
+            self.holding = False
+            _release_native_threads()
 
 
 def _terminate(proc: Any) -> None:
@@ -263,6 +303,7 @@ __all__ = [
     "InProcess",
     "WorkerLost",
     "can_fork",
+    "one_native_thread",
     "shared_floats",
     "worker_count",
 ]

@@ -177,3 +177,30 @@ def test_stopping_a_worker_never_leaves_pyomos_capture_lock_held():
     net = random_network(np.random.default_rng(0), [2, 4, 1])
     res = lipschitz(net, LinfBall([0.5, 0.5], 0.5), solver="highs", regions=False, split=False)
     assert res.status == "optimal"
+
+
+def _blas_threads(_task=None) -> int:
+    """numpy's BLAS pool size in this process."""
+    from threadpoolctl import threadpool_info
+
+    pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    return min(p["num_threads"] for p in pools)
+
+
+def test_workers_and_their_parent_run_one_blas_thread_and_the_parent_gets_its_own_back():
+    """Oversubscribed BLAS threads spin (docs/performance.md, "Native threads"): each worker
+    runs one, the parent too while it has workers, and its own number once they close."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == 2
+        runner = ForkedWorkers(2, _blas_threads)
+        try:
+            assert _blas_threads() == 1
+            assert set(_collect(runner, [0, 1, 2]).values()) == {1}
+        finally:
+            runner.close()
+        assert _blas_threads() == 2
+        again = ForkedWorkers(1, _blas_threads)  # a second pool holds and gives back as well
+        again.close()
+        assert _blas_threads() == 2
