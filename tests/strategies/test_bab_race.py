@@ -125,3 +125,28 @@ def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeyp
     assert any(entry["bab"] is True for entry in seen.values()) is by_count
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
+@pytest.mark.parametrize("by_count", [True, False])
+def test_where_the_branch_and_bound_races_by_its_count_the_race_starts_at_once(
+    monkeypatch, by_count
+):
+    """Below ``AUTO_REGION_UNSTABLE_SHARE``, a region search would run here first and the probe
+    after it; where the race's branch and bound takes it by ``BAB_RACE_MIN_UNSTABLE``, the race
+    starts at once instead (the backward racer still searches the regions first). The answer
+    is the oracle's either way."""
+    net = random_network(np.random.default_rng(1), [6, 10, 10, 1])
+    ball = LinfBall(np.full(6, 0.5), 0.5)
+    count = Query(net, ball, InputNorm.LINF, np.ones(1)).bounds().unstable_count
+    assert count < policy_module.AUTO_REGION_UNSTABLE_SHARE * 20  # the share rule would not
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
+    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 1.01)
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
+    said: list[str] = []
+    res = lipschitz(net, ball, c=np.ones(1), time_limit=60, progress=said.append)
+    assert any("racing at once" in line for line in said) is by_count
+    assert any("searching regions" in line for line in said) is not by_count
+    truth = brute_force_lipschitz(*from_lipopt(net, ball), c=np.ones(1), input_norm="linf").value
+    assert res.status == "optimal"
+    assert res.value == pytest.approx(truth, rel=1e-6)
