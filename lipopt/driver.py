@@ -143,6 +143,11 @@ def answer(
     unknown = sorted(set(levers) - set(LEVER_DEFAULTS))
     if unknown:  # what Python says of lipschitz() called with that keyword
         raise TypeError(f"lipschitz() got an unexpected keyword argument {unknown[0]!r}")
+    if progress is not None and not callable(progress):  # e.g. progress=True
+        raise TypeError(
+            f"progress must be a function taking a message (e.g. print), not "
+            f"{type(progress).__name__} {progress!r}"
+        )
     started = time.perf_counter()
     load_for_solving(_has_l2_ball(domain))
     policy = Policy.current()

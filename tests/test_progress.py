@@ -74,3 +74,15 @@ def test_heartbeat_reports_during_a_long_in_process_solve(monkeypatch, solver):
     beats = [m for m in messages if m.startswith("solving: ")]
     assert res.status == "time_limit"
     assert len(beats) >= 5, messages  # about 14; a solver holding the GIL would allow 1 or none
+
+
+@pytest.mark.parametrize("bad", [True, "yes", 1])
+def test_a_progress_that_is_not_a_function_is_one_clear_error_before_any_work(bad):
+    """``progress=True`` once failed deep in the region search ("'bool' object is not
+    callable"); now it is named at once."""
+    from lipopt import Box, lipschitz
+    from tests.helpers import random_network
+
+    net = random_network(np.random.default_rng(0), [2, 4, 1])
+    with pytest.raises(TypeError, match=r"^progress must be a function taking a message"):
+        lipschitz(net, Box(np.zeros(2), np.ones(2)), progress=bad)
