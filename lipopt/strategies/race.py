@@ -153,18 +153,6 @@ def _with_bab(problem: _Raced) -> _Raced:
     return replace(problem, node=replace(node, racers=racers, split_leader=False))
 
 
-def _seeds(problem: _Raced) -> list[int]:
-    """Each racer's random seed. Each racer starts from the same gradient attack (the MIP's
-    start witness, the branch and bound's start); with one seed both computed the same points
-    on the two cores. Where the branch and bound races, the racers after the first take the
-    next seeds: the race's lower bound is then the better of two searches."""
-    seed = problem.node.config.random_seed
-    racers = problem.node.racers
-    if not any(racer.bab for racer in racers):
-        return [seed] * len(racers)
-    return [seed + n for n in range(len(racers))]
-
-
 def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
     """Each racer's question."""
     query = problem.query
@@ -180,12 +168,11 @@ def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
                 attack=problem.attack,
                 sign_split=False,
                 bab=True if racer.bab else problem.node.config.bab,
-                random_seed=seed,
             ),
             query.norm,
             query.seed,
         )  # fmt: skip
-        for racer, seed in zip(problem.node.racers, _seeds(problem), strict=True)
+        for racer in problem.node.racers
     }
 
 

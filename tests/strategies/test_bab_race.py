@@ -150,28 +150,3 @@ def test_where_the_branch_and_bound_races_by_its_count_the_race_starts_at_once(
     truth = brute_force_lipschitz(*from_lipopt(net, ball), c=np.ones(1), input_norm="linf").value
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
-
-
-@pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
-@pytest.mark.parametrize("with_bab", [True, False])
-def test_the_racers_attack_from_different_seeds_where_the_branch_and_bound_races(
-    monkeypatch, with_bab
-):
-    """Both racers start from the gradient attack; where the branch and bound races, the
-    second racer's starts from the next seed (two searches instead of one done twice); else
-    both keep the caller's seed. The answer is the oracle's."""
-    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
-    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0 if with_bab else 1.01)
-    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", 0 if with_bab else 10**6)
-    seen = _raced_entries(monkeypatch)
-    net = random_network(np.random.default_rng(2), [3, 10, 10, 1])
-    box = Box(np.zeros(3), np.ones(3))
-    res = lipschitz(
-        net, box, c=np.ones(1), time_limit=60, regions=False, split=False, random_seed=7
-    )
-    seeds = {name: entry.config.random_seed for name, entry in seen.items()}
-    assert any(entry["bab"] is True for entry in seen.values()) is with_bab
-    assert sorted(seeds.values()) == ([7, 8] if with_bab else [7, 7]), seeds
-    truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
-    assert res.status == "optimal"
-    assert res.value == pytest.approx(truth, rel=1e-6)
