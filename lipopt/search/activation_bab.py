@@ -328,9 +328,8 @@ def activation_bab_on(
     root = query.split_root()
     if root is None:  # cannot happen for a non-empty domain; kept for the type
         raise ValueError("activation branch and bound: the domain's bounds are empty")
-    rule = resolved_branching(
-        options.branching, options.score_from, unstable_count(network, root.states)
-    )
+    root_unstable = unstable_count(network, root.states)
+    rule = resolved_branching(options.branching, options.score_from, root_unstable)
     search = _Search((network, domain, seed, norm), replace(options, branching=rule), deadline)
     witness = start or start_witness(network, domain, seed, norm, options, deadline)
     if witness is not None:
@@ -356,7 +355,7 @@ def activation_bab_on(
         solved=search.solved,
         seconds=time.perf_counter() - began,
         root_upper=float(root_upper),
-        root_unstable=unstable_count(network, root.states),
+        root_unstable=root_unstable,
     )
 
 
