@@ -25,7 +25,7 @@ from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activa
 from lipopt.search.activation_rules import supports_parts
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.strategies.bab_parts import part_solver
-from lipopt.strategies.bab_pool import DaskParts, LocalParts, open_pool
+from lipopt.strategies.bab_pool import DaskParts, LocalParts, PartSettings, open_pool
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
@@ -97,7 +97,8 @@ def _searched(
     if node.options.mip_at > 0 and supports_parts(query):  # first: a cluster error at once
         refinements = ctx.policy.bab_part_refinements
         solve_part = part_solver(query, deadline, node.solver, refinements=refinements)
-        parts = open_pool(query, node.solver, refinements, deadline, node.workers, node.scheduler)
+        settings = PartSettings(node.solver, refinements, deadline, ctx.say)
+        parts = open_pool(query, settings, node.workers, node.scheduler)
         ctx.say(_pool_line(parts))
     try:
         if start is None:

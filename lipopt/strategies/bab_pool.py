@@ -15,8 +15,11 @@ search sends the part again or keeps its node's bound (:func:`~lipopt.search.bab
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from lipopt.parallel.cluster import connect, held
@@ -25,6 +28,9 @@ from lipopt.query import Query
 from lipopt.search.bab_node import BabNode, PartAnswer
 from lipopt.search.bab_pool import PartLost, PartOutcome
 from lipopt.strategies.bab_parts import solve_node
+
+#: Dask's client log, silenced from a lost scheduler on until the pool closes
+CLIENT_LOG = logging.getLogger("distributed.client")
 
 #: seconds between two questions to the Dask scheduler about its workers' threads
 THREADS_SEEN_SECONDS = 1.0
@@ -38,6 +44,21 @@ def solve_remote(
     return solve_node(query, query.split_root(), solver, node, (lower, left), refinements)
 
 
+def _quiet(_: str) -> None:
+    """No progress lines."""
+
+
+@dataclass(frozen=True)
+class PartSettings:
+    """How every part is solved, wherever: the MIP solver, the refinements of its bounds, the
+    query's deadline (``time.perf_counter()``; None: none), and where progress lines go."""
+
+    solver: str
+    refinements: int
+    deadline: float | None
+    say: Callable[[str], None] = _quiet
+
+
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.perf_counter()
 
@@ -46,10 +67,9 @@ class LocalParts:
     """``count`` forked processes, each a copy of this one (the query and the root's bounds
     inherited, not sent); a part is its node and cutoff over a pipe."""
 
-    def __init__(
-        self, count: int, query: Query, solver: str, refinements: int, deadline: float | None
-    ) -> None:
+    def __init__(self, count: int, query: Query, settings: PartSettings) -> None:
         query.split_root()  # once, here: the workers inherit it
+        solver, refinements, deadline = settings.solver, settings.refinements, settings.deadline
 
         def handle(task: tuple[BabNode, float]) -> PartAnswer | None:
             node, lower = task
@@ -91,19 +111,22 @@ class LocalParts:
 class DaskParts:
     """The parts as Dask tasks on the cluster of the scheduler at ``address``; the query is a
     task of its own (computed again if the worker holding it dies), sent to each worker once,
-    with the root's bounds it keeps (:meth:`~lipopt.query.Query.split_root`)."""
+    with the root's bounds it keeps (:meth:`~lipopt.query.Query.split_root`).
 
-    def __init__(
-        self, address: str, query: Query, solver: str, refinements: int, deadline: float | None
-    ) -> None:
-        self.address = address
+    A lost scheduler (the client no longer running after a call to it failed) ends the
+    cluster's part of the search, not the search: the parts in flight come back LOST, and every
+    part from then on is solved in this process, in turn, as without a pool (``say`` tells)."""
+
+    def __init__(self, address: str, query: Query, settings: PartSettings) -> None:
+        self.address, self.local, self.settings = address, query, settings
         self.client = connect(address)
-        self.solver, self.refinements, self.deadline = solver, refinements, deadline
         with warnings.catch_warnings():  # a large network is sent once: Dask's size warning
             warnings.simplefilter("ignore")
             self.query = self.client.submit(held, query, pure=False)
         self.futures: dict[Any, int] = {}
         self.threads, self.threads_seen = 0, -float("inf")
+        self.lost, self.log_level = False, logging.NOTSET
+        self.here: list[tuple[int, PartOutcome]] = []  # answered or lost, not yet given back
 
     def note(self) -> str:
         """What the workers' threads call for (batch's wording), or ""."""
@@ -115,43 +138,85 @@ class DaskParts:
         return ""
 
     def free(self) -> int:
-        """The cluster's worker threads (at least 1) less the parts in flight."""
+        """The cluster's worker threads (at least 1) less the parts in flight; 1 once the
+        scheduler is lost (this process)."""
         now = time.monotonic()
-        if now - self.threads_seen >= THREADS_SEEN_SECONDS:
+        if not self.lost and now - self.threads_seen >= THREADS_SEEN_SECONDS:
             self.threads_seen = now
-            self.threads = sum(self.client.nthreads().values())
+            try:
+                self.threads = sum(self.client.nthreads().values())
+            except Exception as error:  # noqa: BLE001 - a lost scheduler, or a real error
+                self._failed(error)
+        if self.lost:
+            return 1
         return max(self.threads, 1) - len(self.futures)
 
     def submit(self, tag: int, node: BabNode, lower: float) -> None:
-        future = self.client.submit(
-            solve_remote, self.query, node, lower, _left(self.deadline), self.solver,
-            self.refinements, pure=False,
+        if not self.lost:
+            try:
+                future = self.client.submit(
+                    solve_remote, self.query, node, lower, _left(self.settings.deadline),
+                    self.settings.solver, self.settings.refinements, pure=False,
+                )  # fmt: skip
+            except Exception as error:  # noqa: BLE001 - a lost scheduler, or a real error
+                self._failed(error)
+            else:
+                self.futures[future] = tag
+                return
+        settings = self.settings
+        answer = solve_remote(
+            self.local, node, lower, _left(settings.deadline), settings.solver,
+            settings.refinements,
         )  # fmt: skip
-        self.futures[future] = tag
+        self.here.append((tag, answer))
 
     def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]:
         """The parts that finished (the first waited for up to ``timeout`` seconds): a worker
         Dask gave up on (``KilledWorker``) or a part it dropped is LOST; a part's error is
-        raised."""
+        raised. Once the scheduler is lost: the parts solved here, and those it held, LOST."""
         from distributed import wait
 
-        done = [future for future in self.futures if future.done()]
-        if not done and self.futures and timeout > 0:
+        if self.futures and not any(future.done() for future in self.futures) and timeout > 0:
             try:
                 wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
-            done = [future for future in self.futures if future.done()]
-        return [(self.futures.pop(future), _outcome(future)) for future in done]
+            except Exception as error:  # noqa: BLE001 - a lost scheduler, or a real error
+                self._failed(error)
+        if self.futures and self.client.status != "running":
+            self._failed(None)
+        done = [future for future in self.futures if future.done()]
+        found = [(self.futures.pop(future), _outcome(future)) for future in done]
+        found, self.here = [*self.here, *found], []
+        return found
+
+    def _failed(self, error: Exception | None) -> None:
+        """A call to the cluster failed (``error``) or its client stopped running: where the
+        client is not running, the scheduler is lost (every part in flight LOST, the rest
+        solved here); otherwise ``error`` is raised."""
+        if self.client.status == "running" and error is not None:
+            raise error
+        if not self.lost:  # the client's reconnection attempts would log tracebacks
+            self.lost, self.log_level = True, CLIENT_LOG.level
+            CLIENT_LOG.setLevel(logging.CRITICAL)
+            self.settings.say(
+                f"activation branch and bound: lost the Dask scheduler at {self.address}; "
+                "the parts left are solved in this process"
+            )
+        self.here.extend((tag, PartLost.LOST) for tag in self.futures.values())
+        self.futures.clear()
 
     def close(self) -> None:
         """Cancel the parts still in flight and the query, and close the client (quietly if
-        the scheduler is gone)."""
+        the scheduler is gone); the client's log gets its level back."""
         try:
             self.client.cancel([*self.futures, self.query], force=True)
             self.client.close(timeout=5)
         except Exception:  # noqa: BLE001 - nothing more can be done for a lost scheduler
             pass
+        finally:
+            if self.lost:
+                CLIENT_LOG.setLevel(self.log_level)
 
 
 def _outcome(future: Any) -> PartOutcome:
@@ -168,23 +233,18 @@ def _outcome(future: Any) -> PartOutcome:
 
 
 def open_pool(
-    query: Query,
-    solver: str,
-    refinements: int,
-    deadline: float | None,
-    workers: int | None,
-    scheduler: str | None,
+    query: Query, settings: PartSettings, workers: int | None, scheduler: str | None
 ) -> LocalParts | DaskParts | None:
     """The pool for the parts of ``query``: the Dask cluster of ``scheduler``, else
     ``workers`` forked processes (None: one per core) where the solver can be forked and two
     or more are allowed (:func:`~lipopt.parallel.workers.worker_count`); None: none, the
     parts are solved in this process in turn."""
     if scheduler is not None:
-        return DaskParts(scheduler, query, solver, refinements, deadline)
-    count = worker_count(solver, workers, available_cores())
+        return DaskParts(scheduler, query, settings)
+    count = worker_count(settings.solver, workers, available_cores())
     if count <= 1:
         return None
-    return LocalParts(count, query, solver, refinements, deadline)
+    return LocalParts(count, query, settings)
 
 
-__all__ = ["DaskParts", "LocalParts", "open_pool", "solve_remote"]
+__all__ = ["DaskParts", "LocalParts", "PartSettings", "open_pool", "solve_remote"]

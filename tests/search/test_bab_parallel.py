@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,6 +257,71 @@ def test_bab_pool_dask_worker_killed_mid_part_same_value(tmp_path, dask_address,
     assert marker.exists()  # a worker was killed under its part
     assert result.model_stats["bab_parts_solved"] == 1  # solved again, not dropped
     assert result.status == "optimal", result.message
+    assert result.value == pytest.approx(_truth(net, domain, c, norm), rel=1e-6, abs=1e-9)
+
+
+@pytest.fixture
+def own_scheduler() -> Iterator[tuple[str, int]]:
+    """A Dask scheduler and one single-thread worker, each a process of its own (so that a
+    test can kill the scheduler): its address and the scheduler's process id."""
+    pytest.importorskip("distributed")
+    from distributed import Client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    cli = [sys.executable, "-m"]
+    scheduler = subprocess.Popen(
+        [*cli, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+         "--no-dashboard"], **quiet,
+    )  # fmt: skip
+    worker = subprocess.Popen(
+        [*cli, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
+         "--no-dashboard"], **quiet,
+    )  # fmt: skip
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address, scheduler.pid
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait()
+
+
+def test_bab_pool_lost_scheduler_the_search_goes_on_here_same_value(
+    tmp_path, own_scheduler, monkeypatch
+):
+    """The first part sent to the cluster kills its scheduler (SIGKILL): that part and the
+    rest are solved in this process, and the answer is still the oracle's."""
+    address, scheduler_pid = own_scheduler
+    widths, kind, norm, seed, mip_at = CASES[0]
+    monkeypatch.setattr(lipopt.policy, "BAB_MIP_AT", mip_at)
+    net, domain, c = _problem(widths, kind, seed)
+    marker = str(tmp_path / "killed")
+
+    def killing(*args, _real=bab_pool.solve_remote, _marker=marker, _pid=scheduler_pid):
+        import os as os_here
+        import signal as signal_here
+
+        first = os_here.O_CREAT | os_here.O_EXCL | os_here.O_WRONLY
+        try:
+            os_here.close(os_here.open(_marker, first))
+        except FileExistsError:
+            pass
+        else:
+            os_here.kill(_pid, signal_here.SIGKILL)
+        return _real(*args)
+
+    monkeypatch.setattr(bab_pool, "solve_remote", killing)
+    result, said = _solve(net, domain, c, norm, scheduler=address, time_limit=120)
+    assert Path(marker).exists()  # the scheduler was killed under the first part
+    assert any(f"lost the Dask scheduler at {address}" in line for line in said), said
+    assert result.status == "optimal", result.message
+    assert result.model_stats["bab_parts_solved"] >= 4
     assert result.value == pytest.approx(_truth(net, domain, c, norm), rel=1e-6, abs=1e-9)
 
 
