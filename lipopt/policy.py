@@ -137,6 +137,15 @@ BAB_MIP_AT = 16
 #: test network of docs/performance.md it closed in 511 parts against score's 2587
 BAB_SCORE_MIN_UNSTABLE = 32
 
+#: the activation branch and bound's margin LPs on nodes whose first layers are stable (they
+#: drop parts holding no interior point, and offer points) take at most this share of its time;
+#: past it nodes are kept unchecked. On the 784-input MNIST-shaped MLP at radius 0.05 each LP
+#: took about 80 ms against about 2 ms to bound a node: 206 nodes in 20 s checking every one,
+#: 6119 at 0.25 (upper bound 16.1 -> 10.2); the digits MLP at 0.1 went from 2906
+#: to 7859 nodes (665.1 -> 639.0); the CNNs, whose checks take 0.1-0.2 s in all, are unchanged
+#: (benchmarks/results/bab_prefix_share.md)
+BAB_PREFIX_LP_SHARE = 0.25
+
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
 #: (every kink of the first layer through one point: a degenerate network, few regions for its
@@ -322,6 +331,7 @@ class Policy:
     auto_l2_solver: str
     bab_mip_at: int
     bab_score_min_unstable: int
+    bab_prefix_lp_share: float
     auto_regions_zero_bias_share: float
     bab_part_refinements: int
     bab_after_share: float

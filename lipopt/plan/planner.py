@@ -93,6 +93,7 @@ def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
             mip_at=policy.bab_mip_at,
             branching="auto",
             score_from=policy.bab_score_min_unstable,
+            prefix_share=policy.bab_prefix_lp_share,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,

@@ -132,6 +132,7 @@ class _Search:
         self.nodes = self.pruned = self.leaves = self.empty = self.solved = 0
         self.flying: dict[int, BabNode] = {}  # parts sent to a pool, by tag, until answered
         self.rng = np.random.default_rng(options.rng_seed)
+        self.began, self.prefix_seconds = time.perf_counter(), 0.0  # the margin LPs' time
 
     def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
         """An attained value (at ``point``): the best so far is kept."""
@@ -172,6 +173,18 @@ class _Search:
         return upper
 
     def check_prefix(self, node: BabNode) -> BabNode | None:
+        """:meth:`margin_check` within the options' ``prefix_share`` of the search's time so
+        far: past it the node is kept unchecked (sound: the check only drops nodes and offers
+        points)."""
+        began = time.perf_counter()
+        if self.prefix_seconds > self.options.prefix_share * (began - self.began):
+            return node
+        try:
+            return self.margin_check(node)
+        finally:
+            self.prefix_seconds += time.perf_counter() - began
+
+    def margin_check(self, node: BabNode) -> BabNode | None:
         """The margin LP on the polytope of :meth:`linear_part`, which holds ``D_S``: the node
         is dropped when the polytope meets ``D`` in no full-dimensional set (no interior point
         of ``D_S`` is left), and its deep point is tried as a witness."""

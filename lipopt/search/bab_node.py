@@ -32,6 +32,8 @@ class ActivationBabOptions:
             least ``score_from`` unstable neurons with a kink, else ``"layer"``.
         score_from: see ``branching``.
         slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
+        prefix_share: the share of the search's time the margin LPs on nodes whose first
+            layers are stable may take (1: every such node is checked).
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -43,6 +45,7 @@ class ActivationBabOptions:
     branching: str = "layer"
     score_from: int = 0
     slope_iterations: int = 0
+    prefix_share: float = 1.0
     rng_seed: int = 0
 
 
