@@ -343,8 +343,8 @@ def activation_bab_on(
         raise ValueError("activation branch and bound: the domain's bounds are empty")
     root_unstable = unstable_count(network, root.states)
     rule = resolved_branching(options.branching, options.score_from, root_unstable)
-    search = _Search((network, domain, seed, norm), replace(options, branching=rule), deadline)
     witness = start or start_witness(network, domain, seed, norm, options, deadline)
+    search = _Search((network, domain, seed, norm), replace(options, branching=rule), deadline)
     if witness is not None:
         search.offer(witness.norm_value, witness.point, witness.certified_pattern)
     root_upper = search.make_node({}, root, None)
