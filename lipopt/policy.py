@@ -141,10 +141,11 @@ BAB_SCORE_MIN_UNSTABLE = 32
 #: drop parts holding no interior point, and offer points) take at most this share of its time;
 #: past it nodes are kept unchecked. On the 784-input MNIST-shaped MLP at radius 0.05 each LP
 #: took about 80 ms against about 2 ms to bound a node: 206 nodes in 20 s checking every one,
-#: 6119 at 0.25 (upper bound 16.1 -> 10.2); the digits MLP at 0.1 went from 2906
-#: to 7859 nodes (665.1 -> 639.0); the CNNs, whose checks take 0.1-0.2 s in all, are unchanged
-#: (benchmarks/results/bab_prefix_share.md)
-BAB_PREFIX_LP_SHARE = 0.25
+#: 5079 at 0.5 and 6119 at 0.25 (upper bound 16.1 -> 10.6 and 10.2); the digits MLP at 0.1,
+#: 2906 -> 5424 and 7859 (665.1 -> 648.9 and 639.0); the CNNs' checks take 0.1-0.2 s in all
+#: (benchmarks/results/bab_prefix_share.md). 0.5, not 0.25: in the race on the speed suite's
+#: [10,20,20,1] unit box (ℓ∞, seed 0) 0.25 took 21.1 s (median of 3) against 18.2 s, 0.5 17.0 s
+BAB_PREFIX_LP_SHARE = 0.5
 
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
