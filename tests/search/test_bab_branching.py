@@ -14,14 +14,10 @@ import pytest
 
 from lipopt import Box, lipschitz
 from lipopt.bounds.constrained import split_bounds
-from lipopt.config import LEVER_DEFAULTS
-from lipopt.configure import configure
-from lipopt.plan import Facts, plan
 from lipopt.plan.nodes import ActivationBab
-from lipopt.policy import Policy
 from lipopt.search.activation_rules import resolved_branching
 from lipopt.search.kinds import unstable_count
-from tests.helpers import random_network
+from tests.helpers import planned_bab, random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 policy_module = importlib.import_module("lipopt.policy")
@@ -38,12 +34,7 @@ def test_auto_is_score_from_the_threshold_on(rule, count, expected):
 
 
 def test_the_planner_hands_the_policys_threshold_to_the_search():
-    net = random_network(np.random.default_rng(0), [3, 8, 8, 1])
-    box = Box(-np.ones(3), np.ones(3))
-    policy = Policy.current()
-    levers = {**LEVER_DEFAULTS, "bab": True}
-    query, config = configure(net, box, "linf", (np.array([1.0]), None), levers, policy)
-    node = plan(query, config, Facts(2, True, frozenset({"highs"})), policy)
+    node = planned_bab()
     assert isinstance(node, ActivationBab)
     assert node.options.branching == "auto"
     assert node.options.score_from == policy_module.BAB_SCORE_MIN_UNSTABLE

@@ -13,13 +13,9 @@ import numpy as np
 import pytest
 
 from lipopt import Box
-from lipopt.config import LEVER_DEFAULTS
-from lipopt.configure import configure
-from lipopt.plan import Facts, plan
 from lipopt.plan.nodes import ActivationBab
-from lipopt.policy import Policy
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
-from tests.helpers import random_network
+from tests.helpers import planned_bab, random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 policy_module = importlib.import_module("lipopt.policy")
@@ -28,12 +24,7 @@ search_module = importlib.import_module("lipopt.search.activation_bab")
 
 def test_the_planner_hands_the_policys_share_to_the_search(monkeypatch):
     monkeypatch.setattr(policy_module, "BAB_PREFIX_LP_SHARE", 0.375)
-    net = random_network(np.random.default_rng(0), [3, 8, 8, 1])
-    box = Box(-np.ones(3), np.ones(3))
-    policy = Policy.current()
-    levers = {**LEVER_DEFAULTS, "bab": True}
-    query, config = configure(net, box, "linf", (np.array([1.0]), None), levers, policy)
-    node = plan(query, config, Facts(2, True, frozenset({"highs"})), policy)
+    node = planned_bab()
     assert isinstance(node, ActivationBab)
     assert node.options.prefix_share == 0.375
 
