@@ -330,7 +330,8 @@ class SolveConfig:
             "with `--bab`: solve the branch and bound's part MIPs on the Dask cluster of this "
             "scheduler (e.g. `tcp://scheduler.example:8786`) instead of this machine's "
             "processes; only the parts go there, the search itself runs here. Needs the "
-            "`cluster` extra; a worker lost under a part has the part solved again "
+            "`cluster` extra; a worker lost under a part has the part solved again, and a lost "
+            "scheduler leaves the parts left to this process "
             "([performance](performance.md#the-parts-on-many-cores-or-a-dask-cluster))"
         ),
         shown="this machine",

@@ -183,7 +183,8 @@ def lipschitz(
         scheduler: with ``bab=True``, the address of a Dask scheduler (e.g.
             ``"tcp://scheduler.example:8786"``) whose workers solve the branch and bound's part
             MIPs instead of this machine's processes; only the parts go there. Needs the
-            ``cluster`` extra; a worker lost under a part has the part solved again.
+            ``cluster`` extra; a worker lost under a part has the part solved again, and a
+            lost scheduler leaves the parts left to this process.
         subnet_bounds: bound the forward model's tangents by the Lipschitz constants of the
             sub-networks up to each neuron, each a small MIP or, for a sub-network of one
             hidden layer on a box, a region search (:mod:`lipopt.search.subnets`), within
