@@ -44,10 +44,6 @@ def solve_remote(
     return solve_node(query, query.split_root(), solver, node, (lower, left), refinements)
 
 
-def _quiet(_: str) -> None:
-    """No progress lines."""
-
-
 @dataclass(frozen=True)
 class PartSettings:
     """How every part is solved, wherever: the MIP solver, the refinements of its bounds, the
@@ -56,7 +52,11 @@ class PartSettings:
     solver: str
     refinements: int
     deadline: float | None
-    say: Callable[[str], None] = _quiet
+    say: Callable[[str], None]
+
+    def solve_here(self, query: Query, node: BabNode, lower: float) -> PartAnswer | None:
+        """:func:`solve_remote` in this process, within what is left of the deadline."""
+        return solve_remote(query, node, lower, _left(self.deadline), self.solver, self.refinements)
 
 
 def _left(deadline: float | None) -> float | None:
@@ -69,11 +69,10 @@ class LocalParts:
 
     def __init__(self, count: int, query: Query, settings: PartSettings) -> None:
         query.split_root()  # once, here: the workers inherit it
-        solver, refinements, deadline = settings.solver, settings.refinements, settings.deadline
 
         def handle(task: tuple[BabNode, float]) -> PartAnswer | None:
             node, lower = task
-            return solve_remote(query, node, lower, _left(deadline), solver, refinements)
+            return settings.solve_here(query, node, lower)
 
         self.count = count
         self.workers = ForkedWorkers(count, handle)
@@ -163,12 +162,7 @@ class DaskParts:
             else:
                 self.futures[future] = tag
                 return
-        settings = self.settings
-        answer = solve_remote(
-            self.local, node, lower, _left(settings.deadline), settings.solver,
-            settings.refinements,
-        )  # fmt: skip
-        self.here.append((tag, answer))
+        self.here.append((tag, self.settings.solve_here(self.local, node, lower)))
 
     def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]:
         """The parts that finished (the first waited for up to ``timeout`` seconds): a worker
