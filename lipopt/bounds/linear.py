@@ -191,6 +191,32 @@ def intersect(
 
 
 # ---------------------------------------------------------------------------- forward
+def substitute_to_input(
+    network: Network,
+    k: int,
+    rows: tuple[FloatArray, FloatArray],
+    relaxations: Sequence[Lines],
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(Λ, c, magnitude)`` with ``W h_{k-1} + b <= Λ x + c`` at every point whose hidden
+    layers ``j < k`` lie in the ranges the ``relaxations`` were built from, for the rows
+    ``(W, b)`` (of layer ``k``'s affine map, or a signed selection of them): back-substitution
+    through the upper line where a coefficient is positive and the lower line where it is
+    negative; ``magnitude`` sums the absolute constant terms (for the outward rounding)."""
+    affines = network.affine_layers
+    coeffs, shift = rows
+    magnitude = np.abs(shift).copy()
+    for j in range(k - 1, -1, -1):
+        up_slope, up_shift, low_slope, low_shift = relaxations[j]
+        coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
+        shift = shift + extra
+        magnitude = magnitude + size
+        inner = affines[j]
+        shift = shift + coeffs @ inner.bias
+        magnitude = magnitude + abs(coeffs) @ np.abs(inner.bias)
+        coeffs = coeffs @ inner.matrix  # dense @ sparse stays dense, no dense W made
+    return coeffs, shift, magnitude
+
+
 def _forward_layer(
     network: Network,
     domain: Domain,
@@ -198,22 +224,11 @@ def _forward_layer(
     relaxations: Sequence[Lines],
 ) -> tuple[FloatArray, FloatArray]:
     """Linear bounds on ``z_k`` (hidden layer ``k >= 1``) by back-substitution to the input."""
-    affines = network.affine_layers
-    weight, bias = affines[k].matrix, affines[k].bias
+    affine = network.affine_layers[k]
     bounds: list[FloatArray] = []
     for sign in (1.0, -1.0):  # upper bound of  sign · z_k;  the lower bound is -(upper of -z_k)
-        coeffs = sign * weight
-        shift = sign * bias
-        magnitude = np.abs(bias).copy()
-        for j in range(k - 1, -1, -1):
-            up_slope, up_shift, low_slope, low_shift = relaxations[j]
-            coeffs, extra, size = _relax_upper(coeffs, (up_slope, up_shift), (low_slope, low_shift))
-            shift = shift + extra
-            magnitude = magnitude + size
-            inner = affines[j]
-            shift = shift + coeffs @ inner.bias
-            magnitude = magnitude + abs(coeffs) @ np.abs(inner.bias)
-            coeffs = coeffs @ inner.matrix  # dense @ sparse stays dense, no dense W made
+        rows = (sign * affine.matrix, sign * affine.bias)
+        coeffs, shift, magnitude = substitute_to_input(network, k, rows, relaxations)
         _, hi, size = DOMAIN_RANGES[type(domain)](coeffs, domain)
         bound = hi + shift
         bounds.append(_outward(bound, magnitude + size))
@@ -375,6 +390,7 @@ __all__ = [
     "activation_relaxation",
     "backward_linear",
     "linear_layer",
+    "substitute_to_input",
     "forward_linear",
     "input_gradient_linear",
     "linear_bounds",
