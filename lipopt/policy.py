@@ -147,6 +147,14 @@ BAB_SCORE_MIN_UNSTABLE = 32
 #: [10,20,20,1] unit box (ℓ∞, seed 0) 0.25 took 21.1 s (median of 3) against 18.2 s, 0.5 17.0 s
 BAB_PREFIX_LP_SHARE = 0.5
 
+#: the activation branch and bound tightens each child's unstable ranges over the input-space
+#: cut its split implies (lipopt.bounds.split_cuts) on networks with at most this many inputs.
+#: The search alone for 20 s (benchmarks/bab_split_cuts.py, results/bab_split_cuts.md): on the
+#: 64-input digits networks the cuts' upper bound was lower (see the table there); on the
+#: 784-input MNIST-shaped MLP at radius 0.05 each cut, sorted over 784 breakpoints per row, cost
+#: more than it gained. Between 64 and 784 inputs nothing was measured; 128 keeps to the former
+BAB_CUT_MAX_INPUTS = 128
+
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
 #: (every kink of the first layer through one point: a degenerate network, few regions for its
@@ -333,6 +341,7 @@ class Policy:
     bab_mip_at: int
     bab_score_min_unstable: int
     bab_prefix_lp_share: float
+    bab_cut_max_inputs: int
     auto_regions_zero_bias_share: float
     bab_part_refinements: int
     bab_after_share: float

@@ -130,16 +130,17 @@ def box_or_ball(kind: str, dim: int) -> Box | LinfBall:
     return LinfBall(np.full(dim, 0.5), 0.3)
 
 
-def planned_bab() -> Any:
-    """The node the planner makes for ``bab=True`` on a seeded [3, 8, 8, 1] network over the
-    box [-1, 1]^3 (ℓ∞, c = 1, two cores, HiGHS), under the policy's constants as they are now."""
+def planned_bab(inputs: int = 3) -> Any:
+    """The node the planner makes for ``bab=True`` on a seeded [inputs, 8, 8, 1] network over
+    the box [-1, 1]^inputs (ℓ∞, c = 1, two cores, HiGHS), under the policy's constants as they
+    are now."""
     from lipopt.config import LEVER_DEFAULTS
     from lipopt.configure import configure
     from lipopt.plan import Facts, plan
     from lipopt.policy import Policy
 
-    net = random_network(np.random.default_rng(0), [3, 8, 8, 1])
-    box = Box(-np.ones(3), np.ones(3))
+    net = random_network(np.random.default_rng(0), [inputs, 8, 8, 1])
+    box = Box(-np.ones(inputs), np.ones(inputs))
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, "bab": True}
     query, config = configure(net, box, "linf", (np.array([1.0]), None), levers, policy)

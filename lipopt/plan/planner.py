@@ -59,7 +59,7 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
     if isinstance(query.domain, Disjunction):  # each part planned on its own
         return UnionParts(config)
     if config.bab is True:  # the user's choice of strategy: nothing else runs
-        return _bab(config, policy)
+        return _bab(query, config, policy)
     config = _resolved(query, config, policy)
     if uses_l2(query) and is_auto(config.solver):
         config = config.but(solver=resolve(config.solver, facts.solvers, policy.auto_l2_solver))
@@ -84,7 +84,7 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
     return _mip(query, config)
 
 
-def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
+def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
     gap = config.gap if config.gap else ActivationBabOptions.gap
     return ActivationBab(
         ActivationBabOptions(
@@ -94,6 +94,7 @@ def _bab(config: SolveConfig, policy: Policy) -> ActivationBab:
             branching="auto",
             score_from=policy.bab_score_min_unstable,
             prefix_share=policy.bab_prefix_lp_share,
+            split_cuts=query.network.input_dim <= policy.bab_cut_max_inputs,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,
@@ -115,7 +116,7 @@ def with_bab_after(node: Node, query: Query, config: SolveConfig, policy: Policy
     )
     if not takes or isinstance(node, ActivationBab):
         return node
-    return BabAfter(node, _bab(config, policy), policy.bab_after_share)
+    return BabAfter(node, _bab(query, config, policy), policy.bab_after_share)
 
 
 def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:

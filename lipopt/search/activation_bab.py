@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.constrained import Neuron, split_bounds
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.bounds.jacobian import jacobian_norm_bound
+from lipopt.bounds.split_cuts import cut_children
 from lipopt.bracket import closed
 from lipopt.domain import Domain
 from lipopt.heuristics.witness import Witness, best_witness, value_at
@@ -253,14 +254,21 @@ class _Search:
         self.unclosed = max(self.unclosed, min(upper, node.upper))
 
     def split(self, node: BabNode) -> None:
-        """Split the node on the branching rule's neuron: two children that cover it."""
+        """Split the node on the branching rule's neuron: two children that cover it, each
+        bounded from the node's bounds (tightened over the split's input-space cut when the
+        options ask for it, :func:`cut_children`)."""
         k, i = branch_neuron(node.bounds, self.options.branching, self.network.slopes)
-        for active in (True, False):
+        children: dict[bool, tuple[NetworkBounds, int] | None] = {
+            True: (node.bounds, k + 1), False: (node.bounds, k + 1),
+        }  # fmt: skip
+        if self.options.split_cuts:
+            children = cut_children(self.network, node.bounds, (k, i), self.domain.bounding_box())
+        for active, child in children.items():
             splits = dict(node.splits)
             splits[(k, i)] = active
-            bounds = split_bounds(
-                self.network, self.domain, self.seed, splits, node.bounds, fresh_from=k + 1
-            )
+            bounds = None if child is None else split_bounds(
+                self.network, self.domain, self.seed, splits, child[0], fresh_from=child[1]
+            )  # fmt: skip
             if bounds is None:
                 self.empty += 1
             else:

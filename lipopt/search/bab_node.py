@@ -34,6 +34,8 @@ class ActivationBabOptions:
         slope_iterations: slope-search steps of each node's Jacobian bound (0: chords).
         prefix_share: the share of the search's time the margin LPs on nodes whose first
             layers are stable may take (1: every such node is checked).
+        split_cuts: tighten each child's ranges over the input-space cut its split implies
+            (:mod:`lipopt.bounds.split_cuts`).
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -46,6 +48,7 @@ class ActivationBabOptions:
     score_from: int = 0
     slope_iterations: int = 0
     prefix_share: float = 1.0
+    split_cuts: bool = False
     rng_seed: int = 0
 
 

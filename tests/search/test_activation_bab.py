@@ -32,12 +32,13 @@ def _case(rng: np.random.Generator, index: int, domains: tuple[str, ...]):
     return weights, domain, rng.normal(size=m)
 
 
-def _check_exact(weights, domain, seed, norm: str, output: str = "abs") -> str:
+def _check_exact(weights, domain, seed, norm: str, output: str = "abs", cuts: bool = False) -> str:
     net = network_from_weights(weights)
     spec = oracle.from_lipopt(net, domain)
     c = None if isinstance(seed, OutputNorm) else seed
     truth = oracle.brute_force_lipschitz(*spec, c, norm, output).value
-    out = activation_bab(net, domain, seed, norm)
+    options = ActivationBabOptions(split_cuts=cuts)
+    out = activation_bab(net, domain, seed, norm, options=options)
     assert out.status == Status.OPTIMAL, (out.status, out.lower, out.upper, truth)
     scale = max(1.0, abs(truth))
     assert abs(out.upper - truth) <= 1e-6 * scale, (out.upper, truth)
@@ -57,22 +58,27 @@ def _check_exact(weights, domain, seed, norm: str, output: str = "abs") -> str:
         (3, "linf", ("l1", "l2")),
     ],
 )
-def test_exact_on_random_networks(row: int, norm: str, domains: tuple[str, ...]) -> None:
-    """6 networks per row, 24 in all: optimal, the oracle's value, attained at the witness."""
+@pytest.mark.parametrize("cuts", [False, True], ids=["clipped", "split-cuts"])
+def test_exact_on_random_networks(
+    row: int, norm: str, domains: tuple[str, ...], cuts: bool
+) -> None:
+    """6 networks per row, 24 in all: optimal, the oracle's value, attained at the witness;
+    with the splits' input-space cuts too (:mod:`lipopt.bounds.split_cuts`)."""
     rng = np.random.default_rng(20 + row)
     for index in range(6):
         weights, domain, c = _case(rng, index, domains)
-        report = _check_exact(weights, domain, c, norm)
+        report = _check_exact(weights, domain, c, norm, cuts=cuts)
         print(f"{norm} {type(domain).__name__:8s} {report}")
 
 
 @pytest.mark.parametrize("output", [OutputNorm.L1, OutputNorm.LINF, OutputNorm.CROSS])
-def test_exact_for_output_norms(output: OutputNorm) -> None:
+@pytest.mark.parametrize("cuts", [False, True], ids=["clipped", "split-cuts"])
+def test_exact_for_output_norms(output: OutputNorm, cuts: bool) -> None:
     rng = np.random.default_rng(41)
     for index in range(2):
         weights = oracle.random_network_weights(rng, [3, 7, 7, 3])
         domain = Box(-np.ones(3), np.ones(3)) if index else LinfBall(rng.normal(size=3), 0.5)
-        report = _check_exact(weights, domain, output, "linf", output.value)
+        report = _check_exact(weights, domain, output, "linf", output.value, cuts)
         print(f"output {output.value} {report}")
 
 
