@@ -149,10 +149,12 @@ BAB_PREFIX_LP_SHARE = 0.5
 
 #: the activation branch and bound tightens each child's unstable ranges over the input-space
 #: cut its split implies (lipopt.bounds.split_cuts) on networks with at most this many inputs.
-#: The search alone for 20 s (benchmarks/bab_split_cuts.py, results/bab_split_cuts.md): on the
-#: 64-input digits networks the cuts' upper bound was lower (see the table there); on the
-#: 784-input MNIST-shaped MLP at radius 0.05 each cut, sorted over 784 breakpoints per row, cost
-#: more than it gained. Between 64 and 784 inputs nothing was measured; 128 keeps to the former
+#: The search alone for 20 s (benchmarks/bab_split_cuts.py, results/bab_split_cuts.md), upper
+#: bound without / with the cuts: on the 64-input digits networks lower on all 7 cases (the MLP
+#: at 0.1: 596.4 -> 502.3 and 647.5 -> 557.8; the CNN at 0.05: 378.5 -> 333.5; the CNN at 0.1:
+#: 828.0 -> 816.1); on the 784-input MNIST-shaped networks, where each cut sorts 784
+#: breakpoints per row, higher on 2 of 3 (the MLP at 0.05: 10.69 -> 11.70). Nothing was
+#: measured between 64 and 784 inputs; 128 keeps to the side that was
 BAB_CUT_MAX_INPUTS = 128
 
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
