@@ -19,7 +19,6 @@ seconds.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import run_stamp  # noqa: E402
+from machine import in_fresh_process, run_stamp, stream_table  # noqa: E402
 
 CASES = [
     "mnist-mlp-0.05-0", "mnist-mlp-0.05-1", "mnist-cnn-0.01-0", "scale-mlp-0.1-0",
@@ -91,13 +90,15 @@ def _job(args: tuple[str, float, float], queue: Any) -> None:
 
 
 def run(case: str, seconds: float, share: float) -> tuple[Any, ...]:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_job, args=((case, seconds, share), queue))
-    process.start()
-    found = queue.get()
-    process.join()
-    return tuple(found)
+    return tuple(in_fresh_process(_job, (case, seconds, share)))
+
+
+def _row(case: str, seconds: float, share: float) -> str:
+    upper, nodes, unstable, counts = run(case, seconds, share)
+    return (
+        f"| {case} | {unstable} | {share:g} | {upper:.6g} | {nodes} | "
+        f"{counts['run']} / {counts['skipped']} | {counts['seconds']:.1f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,16 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         "| case | unstable | share | upper | nodes | checks run / skipped | check seconds |",
         "|---|---|---|---|---|---|---|",
     ]
-    for case in args.cases.split(","):
-        for share in shares:
-            upper, nodes, unstable, counts = run(case, args.seconds, share)
-            line = (
-                f"| {case} | {unstable} | {share:g} | {upper:.6g} | {nodes} | "
-                f"{counts['run']} / {counts['skipped']} | {counts['seconds']:.1f} |"
-            )
-            print(line, flush=True)
-            lines.append(line)
-    args.out.write_text("\n".join(lines) + "\n")
+    cases = args.cases.split(",")
+    rows = (_row(case, args.seconds, share) for case in cases for share in shares)
+    stream_table(args.out, lines, rows)
     return 0
 
 

@@ -14,7 +14,6 @@ attained value, the nodes expanded and the children found empty.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bab_prefix_share import make  # noqa: E402
-from machine import run_stamp  # noqa: E402
+from machine import in_fresh_process, run_stamp, stream_table  # noqa: E402
 
 CASES = [
     "scale-mlp-0.1-0", "scale-mlp-0.1-1", "scale-mlp-0.05-2", "scale-cnn-0.1-0",
@@ -60,13 +59,15 @@ def _job(args: tuple[str, float, bool], queue: Any) -> None:
 
 
 def run(case: str, seconds: float, cuts: bool) -> tuple[Any, ...]:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_job, args=((case, seconds, cuts), queue))
-    process.start()
-    found = queue.get()
-    process.join()
-    return tuple(found)
+    return tuple(in_fresh_process(_job, (case, seconds, cuts)))
+
+
+def _row(case: str, seconds: float) -> str:
+    plain, cut = run(case, seconds, False), run(case, seconds, True)
+    return (
+        f"| {case} | {plain[0]} | {plain[1]} | {plain[2]:.5g} / {cut[2]:.5g} | "
+        f"{plain[3]:.5g} / {cut[3]:.5g} | {plain[4]} / {cut[4]} | {plain[5]} / {cut[5]} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,15 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "| nodes: no cuts / cuts | empty: no cuts / cuts |",
         "|---|---|---|---|---|---|---|",
     ]
-    for case in args.cases.split(","):
-        plain, cut = run(case, args.seconds, False), run(case, args.seconds, True)
-        line = (
-            f"| {case} | {plain[0]} | {plain[1]} | {plain[2]:.5g} / {cut[2]:.5g} | "
-            f"{plain[3]:.5g} / {cut[3]:.5g} | {plain[4]} / {cut[4]} | {plain[5]} / {cut[5]} |"
-        )
-        print(line, flush=True)
-        lines.append(line)
-    args.out.write_text("\n".join(lines) + "\n")
+    stream_table(args.out, lines, (_row(case, args.seconds) for case in args.cases.split(",")))
     return 0
 
 

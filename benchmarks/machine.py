@@ -6,7 +6,8 @@ import datetime as dt
 import multiprocessing as mp
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -41,3 +42,12 @@ def in_fresh_process(job: Callable[[Any, Any], None], args: Any) -> Any:
     result = queue.get()
     process.join()
     return result
+
+
+def stream_table(out: Path, head: list[str], rows: Iterable[str]) -> None:
+    """Print each table row as it is measured, then write ``head`` and the rows to ``out``."""
+    lines = list(head)
+    for row in rows:
+        print(row, flush=True)
+        lines.append(row)
+    out.write_text("\n".join(lines) + "\n")
