@@ -59,6 +59,11 @@ def is_sparse(matrix: object) -> TypeGuard[sparse.csr_array]:
     return sparse.issparse(matrix)
 
 
+def as_dense(matrix: object) -> NDArray[np.float64]:
+    """A weight matrix (or a selection of its rows), sparse or not, as a dense array."""
+    return matrix.toarray() if is_sparse(matrix) else np.asarray(matrix, dtype=np.float64)
+
+
 def row_norms(matrix: FloatArray | sparse.sparray, order: float) -> FloatArray:
     """``||m_i||_order`` of each row of a dense or sparse matrix (order 1, 2 or inf)."""
     if not sparse.issparse(matrix):

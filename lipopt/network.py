@@ -28,6 +28,7 @@ from lipopt.affine import (
     SPARSE_MIN_ENTRIES,
     Affine,
     NetworkError,
+    as_dense,
     is_sparse,
     row_norms,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "Network",
     "NetworkError",
     "ReLU",
+    "as_dense",
     "is_sparse",
     "row_norms",
 ]

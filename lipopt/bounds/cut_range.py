@@ -17,6 +17,7 @@ import numpy as np
 
 from lipopt.bounds.domain_lp import ROUNDING, DomainLP
 from lipopt.domain import Domain, FloatArray, L2Ball, ball_part
+from lipopt.network import as_dense
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[FloatArray, FloatArray]]] = (
     weakref.WeakKeyDictionary()
@@ -46,7 +47,7 @@ def _safe_ranges(dense: FloatArray, domain: Domain) -> tuple[FloatArray, FloatAr
 def affine_range(matrix: Any, bias: FloatArray, domain: Domain) -> tuple[FloatArray, FloatArray]:
     """Certified ``[min, max]`` of ``W x + b`` over a polytope or a ball ∩ a polytope: 2 LPs per
     row (computed once per domain and matrix)."""
-    dense = matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
+    dense = as_dense(matrix)
     cache = _CACHE.setdefault(domain, {})
     key = (dense.shape, dense.tobytes(), np.asarray(bias, dtype=np.float64).tobytes())
     if key in cache:

@@ -9,8 +9,8 @@ superset of ``D_S``, gives ``σ z_{k,i}(x) <= a·x + c`` at every ``x ∈ D_S``.
     H = {x : -a·x <= c}                                   (the cut ``g·x <= h``, g = -a, h = c)
 
 (``c`` is pushed up by the rounding allowance of the back-substitution, so ``H`` holds the
-points in floating point too). The cuts of all of a node's splits hold at once on ``D_S``; the
-relaxations they come from stay sound for the node's own, tighter, ranges.
+points in floating point too). Each child applies the cut of its own split; its ancestors'
+cuts reach it through the ranges they tightened.
 
 **Tightening a range.** A hidden pre-activation's bound ``z <= Λ x + c'`` (back-substituted the
 same way) is maximised over ``B ∩ H``, ``B ⊇ D`` the domain's bounding box, instead of ``D``. By
@@ -24,9 +24,8 @@ linear program over a box and one halfspace, feasible). ``φ`` is convex and pie
 its slope at ``0+`` is ``h - g·m - Σ_j g_j r_j s_j`` (``s_j = sign Λ_j``, or ``-sign g_j`` where
 ``Λ_j = 0``) and grows by ``2 |g_j| r_j`` at each breakpoint ``β = Λ_j / g_j > 0``, so the
 minimiser is the first breakpoint (in increasing order) at which the slope turns non-negative
-(a weighted median; one sort per row). Each cut gives a bound; the least is kept, met with the
-range it improves. When ``B ∩ H`` is empty (``min_B g·x > h`` beyond the rounding slack),
-``D_S`` is empty.
+(a weighted median; one sort per row). The bound is met with the range it improves. When
+``B ∩ H`` is empty (``min_B g·x > h`` beyond the rounding slack), ``D_S`` is empty.
 
 Only unstable neurons are tightened: a stable neuron's relaxation is exact whatever its range.
 """
@@ -42,7 +41,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.interval import OUTWARD, NetworkBounds, NeuronState, classify
 from lipopt.bounds.linear import ROUNDING, substitute_to_input
 from lipopt.bounds.relaxation import activation_relaxation, layer_slopes
-from lipopt.network import Network
+from lipopt.network import Network, as_dense
 
 FloatArray = NDArray[np.float64]
 
@@ -53,10 +52,6 @@ class Cut:
 
     normal: FloatArray
     offset: float
-
-
-def _dense(matrix: object) -> FloatArray:
-    return np.asarray(matrix.toarray() if hasattr(matrix, "toarray") else matrix)
 
 
 @dataclass(frozen=True)
@@ -82,13 +77,13 @@ def layer_lines(
     for k, affine in enumerate(network.affine_layers[: len(lowers)]):
         state = classify(lowers[k], uppers[k], layer_slopes(network, k))
         rows = np.flatnonzero(state == NeuronState.UNSTABLE)
-        weight, bias = _dense(affine.matrix[rows]), affine.bias[rows]
+        weight, bias = as_dense(affine.matrix[rows]), affine.bias[rows]
         signed = []
         for sign in (1.0, -1.0):
             coeffs, shift, size = substitute_to_input(
                 network, k, (sign * weight, sign * bias), relaxations
             )
-            signed.append((_dense(coeffs), shift, size))
+            signed.append((as_dense(coeffs), shift, size))
         found.append(LayerLines(rows, tuple(signed)))
     return found
 

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from lipopt.io.onnx.symbolic import FloatArray, Symbolic
-from lipopt.network import Activation, Affine, Layer, ReLU, is_sparse
+from lipopt.network import Activation, Affine, Layer, ReLU, as_dense
 
 Slopes = Any  # FloatArray of one slope per neuron, or None for a ReLU layer
 Step = tuple[Affine, Slopes]
@@ -123,7 +123,7 @@ def _shared(affine: Affine, act: Activation) -> tuple[Affine, Activation, Any] |
     first place, and the 0/1 matrix ``S`` (kept x all) with ``h_all = S^T h_kept``; ``None``
     when no two neurons are equal."""
     matrix = affine.matrix
-    dense = matrix.toarray() if is_sparse(matrix) else np.asarray(matrix)
+    dense = as_dense(matrix)
     table = np.column_stack([dense, affine.bias, act.alpha])
     _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
     if len(first) == len(table):
