@@ -194,7 +194,7 @@ def split_bounds(
     pre_lower, pre_upper = forward
     states = network_states(network, pre_lower, pre_upper)
     ref = _backward_reference(network, states, seed, reference)
-    backward = backward_linear(network, states, seed, ref)
+    backward = backward_linear(network, states, seed, ref, unstable_only=True)
     return assembled((pre_lower, pre_upper), backward, "linear-split", slopes_of(network))
 
 

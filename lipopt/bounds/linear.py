@@ -78,6 +78,7 @@ from scipy import sparse
 
 from lipopt.bounds.interval import (
     NetworkBounds,
+    NeuronState,
     Seed,
     _affine_interval,
     _switch,
@@ -293,14 +294,34 @@ def _backward_layer(
     seed: Seed,
     k: int,
     relaxations: dict[int, Lines],
+    kept: NDArray[np.bool_] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Linear bounds on ``y_{k-1} = W_k^T s_k`` (``y_{-1} = ∇f``) by back-substitution to ``w``.
 
-    ``relaxations[j]`` holds the switch lines of hidden layer ``j`` for ``j = k .. K-1``.
+    ``relaxations[j]`` holds the switch lines of hidden layer ``j`` for ``j = k .. K-1``;
+    ``kept``: the entries of ``y_{k-1}`` to bound (default all); the others get ``(-inf, inf)``.
     """
+    if kept is not None:
+        lo, hi = np.full(kept.shape[0], -np.inf), np.full(kept.shape[0], np.inf)
+        if np.any(kept):
+            lo[kept], hi[kept] = _backward_rows(network, seed, k, relaxations, kept)
+        return lo, hi
+    return _backward_rows(network, seed, k, relaxations, None)
+
+
+def _backward_rows(
+    network: Network,
+    seed: Seed,
+    k: int,
+    relaxations: dict[int, Lines],
+    kept: NDArray[np.bool_] | None,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`_backward_layer` on the rows ``kept`` of ``W_k^T`` (all when None)."""
     affines = network.affine_layers
     top = len(affines) - 1
     rows = affines[k].matrix.T
+    if kept is not None:
+        rows = sparse.csr_array(rows)[kept] if is_sparse(rows) else rows[kept]
     # upper bounds of  y  (first half) and of  -y  (second half) in one pass; the lower bound is
     # -(upper bound of -y)
     both_signs = sparse.vstack if sparse.issparse(rows) else np.concatenate
@@ -342,13 +363,17 @@ def backward_linear(
     states: Sequence[NDArray[np.int8]],
     seed: Seed,
     reference: NetworkBounds | None = None,
+    unstable_only: bool = False,
 ) -> tuple[list[FloatArray], list[FloatArray], FloatArray, FloatArray]:
     """Bounds on the backward pass: per hidden layer ``y_k`` (first layer first), then ``∇f``.
 
     ``y_{K-1} = W_K^T w`` is exact (:func:`seed_bounds`); every lower layer intersects the
     back-substituted linear bound, the interval step from the tightened layer above and the
     ``reference`` bounds (by default :func:`backward_interval` with the same states; any sound
-    bounds for the same seed will do, e.g. the interval method's own).
+    bounds for the same seed will do, e.g. the interval method's own). ``unstable_only``:
+    back-substitute only the ``y_k`` of unstable neurons (and all of ``∇f``), the only ones a
+    switch relaxation reads (a stable neuron's switch is exact); the others keep the interval
+    step's bound.
     """
     affines = network.affine_layers
     top = len(affines) - 1
@@ -371,7 +396,8 @@ def backward_linear(
         s_lo, s_hi = _switch(state, y_lo, y_hi, alpha)
         step = _affine_interval(affines[k].matrix.T, np.zeros(affines[k].in_features), s_lo, s_hi)
         step = intersect(step, (plain_lo[k - 1], plain_hi[k - 1]))
-        y_lo, y_hi = intersect(step, _backward_layer(network, seed, k, relaxations))
+        kept = states[k - 1] == NeuronState.UNSTABLE if unstable_only and k > 0 else None
+        y_lo, y_hi = intersect(step, _backward_layer(network, seed, k, relaxations, kept))
     grad_lo.reverse()
     grad_hi.reverse()
     return grad_lo, grad_hi, y_lo, y_hi

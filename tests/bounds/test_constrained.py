@@ -4,12 +4,15 @@ gives None (or bounds no sample contradicts); without splits, never looser than 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from lipopt.bounds.constrained import split_bounds
 from lipopt.bounds.interval import NeuronState
-from lipopt.bounds.linear import linear_bounds
+from lipopt.bounds.jacobian import jacobian_norm_bound
+from lipopt.bounds.linear import backward_linear, linear_bounds
 from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
 from lipopt.network import Affine, Network
 from tests import oracle
@@ -89,24 +92,68 @@ def test_sound_on_sampled_points(seed: int) -> None:
 
 
 def test_no_splits_never_looser_than_linear_bounds() -> None:
+    """Without splits, no range a relaxation reads is looser than :func:`linear_bounds`': the
+    pre-activations, the input gradient and ``y_k`` of every unstable neuron (a stable
+    neuron's ``y_k`` keeps the interval step's bound: ``backward_linear(unstable_only=True)``)."""
     rng = np.random.default_rng(7)
     for trial in range(8):
         net = network_from_weights(oracle.random_network_weights(rng, [4, 10, 10, 1]))
         domain = _domain(trial, rng, 4)
         ours, linear = split_bounds(net, domain, [1.0], {}), linear_bounds(net, domain, [1.0])
         assert ours is not None
+        unstable = [s == NeuronState.UNSTABLE for s in ours.states]
         for mine, theirs in (
             (ours.pre_lower, linear.pre_lower),
-            (ours.grad_lower, linear.grad_lower),
+            ([g[u] for g, u in zip(ours.grad_lower, unstable, strict=True)],
+             [g[u] for g, u in zip(linear.grad_lower, unstable, strict=True)]),
             ((ours.input_grad_lower,), (linear.input_grad_lower,)),
-        ):
+        ):  # fmt: skip
             assert all(np.all(a >= b - 1e-12) for a, b in zip(mine, theirs, strict=True))
         for mine, theirs in (
             (ours.pre_upper, linear.pre_upper),
-            (ours.grad_upper, linear.grad_upper),
+            ([g[u] for g, u in zip(ours.grad_upper, unstable, strict=True)],
+             [g[u] for g, u in zip(linear.grad_upper, unstable, strict=True)]),
             ((ours.input_grad_upper,), (linear.input_grad_upper,)),
-        ):
+        ):  # fmt: skip
             assert all(np.all(a <= b + 1e-12) for a, b in zip(mine, theirs, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_unstable_only_rows_match_the_full_pass(seed: int) -> None:
+    """``backward_linear(unstable_only=True)`` gives every unstable neuron's ``y_k`` the full
+    pass's bound, a range holding the full pass's on every stable neuron, and a Jacobian bound
+    no looser than the full pass's."""
+    rng = np.random.default_rng(40 + seed)
+    stable_seen = 0
+    for trial in range(4):
+        net = network_from_weights(oracle.random_network_weights(rng, [5, 12, 12, 12, 2]))
+        domain, c = _domain(trial + seed, rng, 5), rng.normal(size=2)
+        bounds = linear_bounds(net, domain, c)
+        states = list(bounds.states)
+        full = backward_linear(net, states, c)
+        cheap = backward_linear(net, states, c, unstable_only=True)
+        for k, state in enumerate(states):
+            u = state == NeuronState.UNSTABLE
+            stable_seen += int((~u).sum())
+            np.testing.assert_allclose(cheap[0][k][u], full[0][k][u], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(cheap[1][k][u], full[1][k][u], rtol=1e-12, atol=1e-12)
+            assert np.all(cheap[0][k] <= full[0][k] + 1e-12)
+            assert np.all(cheap[1][k] >= full[1][k] - 1e-12)
+        assert np.all(cheap[2] <= full[2] + 1e-12) and np.all(cheap[3] >= full[3] - 1e-12)
+        norms = [
+            jacobian_norm_bound(net, domain, c, "linf", bounds=assembled(bounds, grads)).value
+            for grads in (full, cheap)
+        ]
+        assert norms[1] <= norms[0] * (1.0 + 1e-9) + 1e-12
+    assert stable_seen > 0
+
+
+def assembled(bounds, grads):
+    """``bounds`` with the backward ranges ``grads`` (hidden layers' and the input gradient's)."""
+    return replace(
+        bounds, grad_lower=tuple(grads[0]), grad_upper=tuple(grads[1]),
+        input_grad_lower=grads[2], input_grad_upper=grads[3],
+    )  # fmt: skip
 
 
 def test_split_tightens_and_stabilises() -> None:
