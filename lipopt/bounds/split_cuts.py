@@ -170,10 +170,19 @@ def cut_ranges(
         return None
     lowers = [low.copy() for low in ranges[0]]
     uppers = [high.copy() for high in ranges[1]]
+    kept = [layer for layer in lines if len(layer.rows) > 0]
+    if not kept:
+        return lowers, uppers
+    signed = [part for layer in kept for part in layer.lines]  # every layer's rows: one call
+    stacked = tuple(np.concatenate([part[j] for part in signed]) for j in range(3))
+    bounds = cut_upper((stacked[0], stacked[1], stacked[2]), cut, box)
+    start = 0
     for k, layer in enumerate(lines):
-        if len(layer.rows) == 0:
+        count = len(layer.rows)
+        if count == 0:
             continue
-        above, below = (cut_upper(signed, cut, box) for signed in layer.lines)
+        above, below = bounds[start : start + count], bounds[start + count : start + 2 * count]
+        start += 2 * count
         uppers[k][layer.rows] = np.minimum(uppers[k][layer.rows], above)
         lowers[k][layer.rows] = np.maximum(lowers[k][layer.rows], -below)
     return lowers, uppers
