@@ -215,14 +215,15 @@ class SolveConfig:
             "comes out of `--time-limit`"
         ),
         shown="on in the two racers of `--formulation auto` (or, with `--sign-split`, the split "
-        "in their place), the leader's split after them and before the halves of "
-        "`--gate-split`, off elsewhere",
+        "in their place; where the branch and bound races the backward model, in the backward "
+        "racer only), the leader's split after them, before the halves of `--gate-split` and "
+        "before the branch and bound, off elsewhere",
         help="start every MIP from the attained value of a gradient attack and a pattern climb "
         "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
         "fixed c)",
         off="no attack (default: only in the two racers of --formulation auto, or the "
-        "--sign-split in their place, the leader's split after them, and before the halves of "
-        "--gate-split)",
+        "--sign-split in their place, the leader's split after them, before the halves of "
+        "--gate-split and before the branch and bound)",
     )  # fmt: skip
     sign_split: bool = option(
         False, kind=Kind.FLAG, group=Group.SPEED, check=check_bool,

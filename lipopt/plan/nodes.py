@@ -151,12 +151,15 @@ class ActivationBab:
     bounds on each part, margin LPs at the leaves; ``solver``: the adapter of its MIPs on
     small parts (the user's solver; HiGHS for ``auto``); ``workers``: processes that solve those
     parts side by side (None: one per core; 1: in turn, here); ``scheduler``: a Dask
-    scheduler's address to solve them on instead."""
+    scheduler's address to solve them on instead; ``attack``: start from the gradient attack
+    and the pattern climb (False: from the search's own short attack, where another racer runs
+    the long one and the meet keeps its value)."""
 
     options: ActivationBabOptions
     solver: str = "highs"
     workers: int | None = None
     scheduler: str | None = None
+    attack: bool = True
 
 
 @dataclass(frozen=True)

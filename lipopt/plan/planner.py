@@ -99,6 +99,7 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
         solver=adapter_name(config.solver),
         workers=config.workers,
         scheduler=config.scheduler,
+        attack=config.attack is not False,
     )
 
 

@@ -132,9 +132,9 @@ def _pool_line(parts: LocalParts | DaskParts | None) -> str:
 
 def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:
     """The MIP strategy's start point (the gradient attack, the best samples and the pattern
-    climb, verified) for a fixed c, within its share of the limit; None for an output norm (the
-    search then starts from its own samples)."""
-    if not query.fixed_c:
+    climb, verified) for a fixed c, within its share of the limit; None for an output norm or
+    where the node has no attack (the search then starts from its own short attack)."""
+    if not query.fixed_c or not node.attack:
         return None
     policy = ctx.policy
     by = None if limit is None else time.perf_counter() + policy.attack_limit_share * limit

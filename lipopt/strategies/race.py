@@ -165,7 +165,9 @@ def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
                 formulation=racer.formulation,
             ).but(
                 solver=racer.solver,
-                attack=problem.attack,
+                # one attack per race: the MIP racer's; the meet keeps its value, and the
+                # branch and bound spends the time on its upper bound
+                attack=problem.attack and not racer.bab,
                 sign_split=False,
                 bab=True if racer.bab else problem.node.config.bab,
             ),

@@ -140,3 +140,23 @@ def test_the_part_mips_use_the_users_solver(solver, monkeypatch):
     assert f"{solver} MIPs on small parts" in result.solver
     oracle.assert_certified_exact(result.value, truth)
     assert result.status == "optimal"
+
+
+@pytest.mark.parametrize("attack, runs", [("auto", True), (True, True), (False, False)])
+def test_the_start_attack_runs_unless_the_question_turns_it_off(attack, runs, monkeypatch):
+    """``attack=False`` (a race's branch and bound, whose MIP racer runs the attack) starts the
+    search from its own short attack; the answer is still the oracle's."""
+    from lipopt.strategies import activation_bab as strategy
+
+    calls = []
+    original = strategy.attack_witness
+    monkeypatch.setattr(
+        strategy, "attack_witness", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    net = random_network(np.random.default_rng(3), [3, 10, 10, 1])
+    domain = lipopt.Box(np.zeros(3), np.ones(3))
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), [1.0], "linf").value
+    result = lipopt.lipschitz(net, domain, bab=True, attack=attack, time_limit=60)
+    assert bool(calls) is runs
+    oracle.assert_certified_exact(result.value, truth)
+    assert result.status == "optimal"
