@@ -68,6 +68,15 @@ ATTACK_RESTARTS = 64
 
 ATTACK_STEPS = 400
 
+#: the activation branch and bound's start attack: its searches (ATTACK_STEPS moves each, then
+#: the pattern climb). benchmarks/bab_attack.py (results/bab_attack.md): on five ℓ∞ balls of the
+#: digits CNN of benchmarks/scale.py (radius 0.05 and 0.1) 8 searches attained 459.3, 533.7,
+#: 398.7, 495.0 and 482.7 in 5.2-7.0 s, ATTACK_RESTARTS (64) 456.9, 533.7, 402.1, 482.0 and
+#: 481.5 in 24.0-26.4 s: the 64 took up to half of a 60 s branch and bound's time (their cap,
+#: ATTACK_LIMIT_SHARE) for a better point once in five. On the digits MLP at 0.1 and the
+#: MNIST-shaped MLP and CNN the 8 attained as much or more
+BAB_ATTACK_RESTARTS = 8
+
 #: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
 #: x inputs floats, several times over; above this many entries the attack makes random moves
 #: only. A 28x28 CNN of 14 112 hidden neurons with the 64 searches above needed 5.6 GB (its
@@ -331,6 +340,7 @@ class Policy:
     auto_region_unstable_share: float
     attack_restarts: int
     attack_steps: int
+    bab_attack_restarts: int
     attack_flip_max_entries: int
     attack_limit_share: float
     climb_checks: int

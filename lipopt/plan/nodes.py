@@ -152,8 +152,7 @@ class ActivationBab:
     small parts (the user's solver; HiGHS for ``auto``); ``workers``: processes that solve those
     parts side by side (None: one per core; 1: in turn, here); ``scheduler``: a Dask
     scheduler's address to solve them on instead; ``attack``: start from the gradient attack
-    and the pattern climb (False: from the search's own short attack, where another racer runs
-    the long one and the meet keeps its value)."""
+    and the pattern climb (False, ``attack=False``: from the search's own short attack)."""
 
     options: ActivationBabOptions
     solver: str = "highs"

@@ -132,11 +132,12 @@ def _pool_line(parts: LocalParts | DaskParts | None) -> str:
 
 def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:
     """The MIP strategy's start point (the gradient attack, the best samples and the pattern
-    climb, verified) for a fixed c, within its share of the limit; None for an output norm or
-    where the node has no attack (the search then starts from its own short attack)."""
+    climb, verified), with the policy's ``bab_attack_restarts`` searches, for a fixed c, within
+    its share of the limit; None for an output norm or where the node has no attack (the
+    search then starts from its own short attack)."""
     if not query.fixed_c or not node.attack:
         return None
-    policy = ctx.policy
+    policy = replace(ctx.policy, attack_restarts=ctx.policy.bab_attack_restarts)
     by = None if limit is None else time.perf_counter() + policy.attack_limit_share * limit
     found = attack_witness(query, policy, node.options.rng_seed, by)
     if found is not None:

@@ -165,9 +165,7 @@ def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
                 formulation=racer.formulation,
             ).but(
                 solver=racer.solver,
-                # one attack per race: the MIP racer's; the meet keeps its value, and the
-                # branch and bound spends the time on its upper bound
-                attack=problem.attack and not racer.bab,
+                attack=problem.attack,
                 sign_split=False,
                 bab=True if racer.bab else problem.node.config.bab,
             ),

@@ -101,10 +101,6 @@ def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch,
     res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
     truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
     assert any(entry["bab"] is True for entry in seen.values()), seen.keys()
-    # one attack per race: the MIP racer's; the branch and bound starts from its short one
-    assert {entry["bab"] is True: entry["attack"] for entry in seen.values()} == {
-        True: False, False: True,
-    }  # fmt: skip
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
 
