@@ -63,9 +63,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.bounds.concretise import _outward, _seed_range
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed, slopes_of
 from lipopt.bounds.jacobian_slopes import SlopeProblem, Thetas, search_slopes
-from lipopt.bounds.linear import _outward, _seed_range, linear_bounds
+from lipopt.bounds.linear import linear_bounds
 from lipopt.domain import Domain
 from lipopt.network import Network
 from lipopt.norms import InputNorm, dual_norm

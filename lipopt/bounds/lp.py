@@ -52,6 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.activation import value_range
+from lipopt.bounds.concretise import intersect
 from lipopt.bounds.domain_lp import DomainLP
 from lipopt.bounds.interval import (
     NetworkBounds,
@@ -63,7 +64,7 @@ from lipopt.bounds.interval import (
     network_states,
     slopes_of,
 )
-from lipopt.bounds.linear import backward_linear, forward_linear, intersect, linear_layer
+from lipopt.bounds.linear import backward_linear, forward_linear, linear_layer
 from lipopt.bounds.relaxation import layer_slopes
 from lipopt.domain import Domain
 from lipopt.network import Network

@@ -38,8 +38,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.bounds.concretise import ROUNDING
 from lipopt.bounds.interval import OUTWARD, NetworkBounds, NeuronState, classify
-from lipopt.bounds.linear import ROUNDING, substitute_to_input
+from lipopt.bounds.linear import substitute_to_input
 from lipopt.bounds.relaxation import activation_relaxation, layer_slopes
 from lipopt.network import Network, as_dense
 

@@ -36,14 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.bounds.concretise import DOMAIN_RANGES, _outward, intersect
 from lipopt.bounds.interval import _affine_interval, _switch, first_layer_bounds
-from lipopt.bounds.linear import (
-    DOMAIN_RANGES,
-    _outward,
-    _relax_upper,
-    intersect,
-    switch_relaxation,
-)
+from lipopt.bounds.linear import _relax_upper, switch_relaxation
 from lipopt.bounds.relaxation import layer_slopes
 from lipopt.domain import Box, Domain, L1Ball
 from lipopt.network import Affine, Network
