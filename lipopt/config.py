@@ -215,9 +215,8 @@ class SolveConfig:
             "comes out of `--time-limit`"
         ),
         shown="on in the two racers of `--formulation auto` (or, with `--sign-split`, the split "
-        "in their place; where the branch and bound races the backward model, in the backward "
-        "racer only), the leader's split after them, before the halves of `--gate-split` and "
-        "before the branch and bound, off elsewhere",
+        "in their place), the leader's split after them, before the halves of `--gate-split` and "
+        "before the branch and bound (8 searches), off elsewhere",
         help="start every MIP from the attained value of a gradient attack and a pattern climb "
         "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
         "fixed c)",
