@@ -31,7 +31,7 @@ from lipopt.domain import (
     Polytope,
     ball_part,
 )
-from lipopt.network import is_sparse, row_norms
+from lipopt.network import as_dense, row_norms
 from lipopt.norms import OutputNorm
 
 FloatArray = NDArray[np.float64]
@@ -92,8 +92,7 @@ DOMAIN_RANGES: dict[type, RangeRule] = {
 
 def _seed_range(coeffs: FloatArray, seed: Seed) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Exact range of ``Λ w`` over the seed set: ``{c}`` or the dual ball of an output norm."""
-    if is_sparse(coeffs):  # rows x outputs: small
-        coeffs = coeffs.toarray()
+    coeffs = as_dense(coeffs)  # rows x outputs: small
     if isinstance(seed, OutputNorm):
         lo, hi = seed.seed_bounds(coeffs.T)
         return lo, hi, np.maximum(np.abs(lo), np.abs(hi))

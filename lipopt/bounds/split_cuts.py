@@ -171,12 +171,11 @@ def cut_ranges(
         return None
     lowers = [low.copy() for low in ranges[0]]
     uppers = [high.copy() for high in ranges[1]]
-    kept = [layer for layer in lines if len(layer.rows) > 0]
-    if not kept:
+    signed = [part for layer in lines if len(layer.rows) for part in layer.lines]
+    if not signed:
         return lowers, uppers
-    signed = [part for layer in kept for part in layer.lines]  # every layer's rows: one call
-    stacked = tuple(np.concatenate([part[j] for part in signed]) for j in range(3))
-    bounds = cut_upper((stacked[0], stacked[1], stacked[2]), cut, box)
+    coeffs, shifts, sizes = (np.concatenate([part[j] for part in signed]) for j in range(3))
+    bounds = cut_upper((coeffs, shifts, sizes), cut, box)  # every layer's rows: one call
     start = 0
     for k, layer in enumerate(lines):
         count = len(layer.rows)
