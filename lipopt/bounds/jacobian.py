@@ -168,14 +168,22 @@ def _objective_rows(
     return slope[None, :], np.array([shift.sum()]), np.array([np.abs(shift).sum()])
 
 
-def back_substitute(problem: SlopeProblem, thetas: Thetas) -> FloatArray:
+def back_substitute(
+    problem: SlopeProblem, thetas: Thetas, objective: FloatArray | None = None
+) -> FloatArray:
     """Upper bound of each objective row over every reachable pattern and seed, rounded up.
 
-    The lines are ``U_t, L_t`` of the module docstring with ``t`` from ``thetas``; the rounding
-    allowance grows with the magnitude of every term summed (as in :mod:`linear`).
+    The lines are ``U_t, L_t`` of the module docstring with ``t`` from ``thetas`` (one row of
+    them, or one per objective row); the rounding allowance grows with the magnitude of every
+    term summed (as in :mod:`linear`). ``objective``: rows on ``g`` to bound instead of the
+    norm's own (each a linear function of ``g``, no constant: :mod:`lipopt.bounds.sign_groups`).
     """
     switch, theta = thetas
-    coeffs, shift, magnitude = _objective_rows(problem, theta)
+    if objective is None:
+        coeffs, shift, magnitude = _objective_rows(problem, theta)
+    else:
+        coeffs = objective
+        shift = magnitude = np.zeros(objective.shape[0])
     coeffs = np.asarray(coeffs @ problem.matrices[0].T)
     for k, (t_up, t_low) in enumerate(switch):
         unstable, active = problem.unstable[k], problem.active[k]

@@ -1,0 +1,106 @@
+"""A bound on ``max_x ||g(x)||_1`` that fixes the signs of the gradient, a group of entries at a
+time, instead of taking the chord of each ``|g_j|``.
+
+With the ℓ∞ input norm the Jacobian-norm bound (:mod:`lipopt.bounds.jacobian`) relaxes
+``||g||_1 = Σ_j |g_j|`` by the chord of ``|·|`` over each entry's range ``[l_j, u_j]``. Where the
+entry's sign is open, that line lies up to ``-2 l_j u_j / (u_j - l_j)`` above ``|g_j|``, and on
+trained networks those constants are most of the bound
+(``benchmarks/results/bab_objective_loss.md``). This bound has no such constant.
+
+**The bound.** Split the entries into consecutive groups ``G_1, ..., G_m`` of at most ``size``
+entries. For every ``x`` in the domain, ``||g(x)||_1 = Σ_G ||g_G(x)||_1`` and
+``||g_G(x)||_1 = max_{σ ∈ {±1}^G} σᵀ g_G(x)``. For each sign vector ``σ`` of a group, the
+back-substitution of :func:`lipopt.bounds.jacobian.back_substitute` with the objective row
+``σ`` (zero off the group) gives ``B(σ) >= σᵀ g_G(x)`` at every ``x`` and every activation
+pattern the bounds allow: the argument of that module for any fixed row (each relaxed switch
+only grows the row's value, the seed's range is exact, and the result is rounded outward).
+So ``max_σ B(σ) >= ||g_G(x)||_1`` for every ``x``, and
+
+    Σ_G max_{σ ∈ {±1}^G} B(σ)  >=  max_x Σ_G ||g_G(x)||_1  =  max_x ||g(x)||_1.
+
+The sum is rounded up (``(1 + 2 m ε)`` over the float sum of ``m`` non-negative terms). The
+rows of all groups (``Σ_G 2^{|G|}``) go through one back-substitution, in chunks that keep each
+layer's coefficient matrix under :data:`CHUNK_ENTRIES` entries. The chord lines are the ones of
+the Jacobian bound; only the objective differs. A group of every entry gives ``max_σ B(σ)``,
+the relaxation's own maximum of ``||g||_1``; smaller groups lose the coupling between groups but
+cost ``2^size`` rows each.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lipopt.bounds.interval import NetworkBounds, Seed
+from lipopt.bounds.jacobian import SlopeProblem, Thetas, back_substitute, slope_problem
+from lipopt.network import Network
+from lipopt.norms import InputNorm
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: the most entries (rows x widest layer) a chunk of objective rows may hold in one
+#: back-substitution (32 MiB of float64 per array)
+CHUNK_ENTRIES = 1 << 22
+
+
+@lru_cache(maxsize=8)
+def sign_rows(dim: int, size: int) -> tuple[FloatArray, IntArray]:
+    """Every sign vector of every group of ``size`` consecutive entries (the last may be
+    shorter), as rows of length ``dim``, and the group of each row."""
+    if size < 1:
+        raise ValueError(f"a sign group needs at least one entry, not {size}")
+    blocks: list[FloatArray] = []
+    owners: list[IntArray] = []
+    for group, start in enumerate(range(0, dim, size)):
+        members = np.arange(start, min(start + size, dim))
+        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=members.size)))
+        rows = np.zeros((signs.shape[0], dim))
+        rows[:, members] = signs
+        blocks.append(rows)
+        owners.append(np.full(signs.shape[0], group, dtype=np.int64))
+    return np.vstack(blocks), np.concatenate(owners)
+
+
+def _chord_lines(problem: SlopeProblem) -> Thetas:
+    """The Jacobian bound's chord lines, one row broadcast to every objective row."""
+    switch = []
+    for low, up in zip(problem.low, problem.up, strict=True):
+        width = up - low
+        safe = np.where(width > 0.0, width, 1.0)
+        t_up = np.where(width > 0.0, up / safe, 1.0)
+        t_low = np.where(width > 0.0, -low / safe, 0.0)
+        switch.append((t_up[None, :], t_low[None, :]))
+    return switch, None
+
+
+def _row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
+    """``B`` of each row (its own back-substitution bound), in chunks of rows."""
+    widest = max([problem.g_low.shape[0], *(low.shape[0] for low in problem.low)])
+    chunk = max(1, CHUNK_ENTRIES // widest)
+    lines = _chord_lines(problem)
+    values = [
+        back_substitute(problem, lines, objective=rows[start : start + chunk])
+        for start in range(0, rows.shape[0], chunk)
+    ]
+    return np.concatenate(values)
+
+
+def sign_group_bound(network: Network, bounds: NetworkBounds, seed: Seed, size: int) -> float:
+    """``Σ_G max_σ B(σ)`` over groups of ``size`` consecutive entries (module docstring): a
+    certified upper bound on ``max ||∇(c^T f)||_1``, the ℓ∞ input norm's constant, over the
+    domain of ``bounds`` (``seed``: the vector c or an output norm)."""
+    problem = slope_problem(network, bounds, seed, InputNorm.L1)  # rows given here, not ±e_j
+    rows, owners = sign_rows(problem.g_low.shape[0], size)
+    values = _row_bounds(problem, rows)
+    best = np.full(int(owners[-1]) + 1, -np.inf)
+    np.maximum.at(best, owners, values)
+    terms = np.maximum(best, 0.0)
+    total = float(terms.sum())
+    return total * (1.0 + 2.0 * terms.size * float(np.finfo(np.float64).eps))
+
+
+__all__ = ["CHUNK_ENTRIES", "sign_group_bound", "sign_rows"]
