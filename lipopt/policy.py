@@ -37,9 +37,7 @@ AUTO_DECOMPOSE_MIN_DIM = 5
 #: all (``RegionOptions.projected_limit``): 170 000 to 6·10^9 at 500 nodes on those unit boxes,
 #: at most 40 000 where it went on to finish (unit boxes of 5–10 inputs, widths 8–16).
 AUTO_REGION_NODES = 4000
-
 AUTO_REGION_PROJECTED_LIMIT = 100_000
-
 AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
 
 #: ... and with the larger budget it gives up when it projects more than this many nodes in all
@@ -65,7 +63,6 @@ AUTO_REGION_UNSTABLE_SHARE = 0.9
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
 #: speed benchmark's networks; there it attained 76-98% of the constant on the hard unit boxes)
 ATTACK_RESTARTS = 64
-
 ATTACK_STEPS = 400
 
 #: the activation branch and bound's start attack: its searches (ATTACK_STEPS moves each, then
@@ -99,7 +96,6 @@ CLIMB_SAMPLED_STARTS = 3
 #: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
 #: away, with this many more LPs (:func:`~lipopt.heuristics.climb.pattern_climb`)
 WIDE_FLIPS = 3
-
 WIDE_CHECKS = 300
 
 #: ``formulation="auto"`` races only for these input norms. With the ℓ1 norm the backward model
@@ -165,6 +161,16 @@ BAB_PREFIX_LP_SHARE = 0.5
 #: breakpoints per row, higher on 2 of 3 (the MLP at 0.05: 10.69 -> 11.70). Nothing was
 #: measured between 64 and 784 inputs; 128 keeps to the side that was
 BAB_CUT_MAX_INPUTS = 128
+
+#: the activation branch and bound bounds each node it takes from the heap (ℓ∞ input norm) by
+#: lipopt.bounds.sign_groups too, groups of this many gradient entries; after PROBE such bounds
+#: they stop where their mean relative gain is below MIN_GAIN. The search alone for 30 s, upper
+#: bound without / with groups of 8: the digits MLP at 0.1 543.0 / 500.0, the bundled digits CNN
+#: at 0.05 1221.8 / 859.7, the digits CNN at 0.1 800.0 / 799.6; at 0.05 (gain 0.0) 20 s 506.1 /
+#: 514.1, 507.5 with the stop (docs/performance.md, "Sign groups")
+BAB_SIGN_GROUP = 8
+BAB_SIGN_GROUP_PROBE = 16
+BAB_SIGN_GROUP_MIN_GAIN = 0.01
 
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
@@ -237,7 +243,6 @@ CUTOFF_OPTIONS: dict[str, dict[str, Any]] = registry.CUTOFF_OPTIONS
 #: the ℓ1 decomposition's start: gradients at this many uniform random points of the domain
 #: (numpy, about 10 ms), of which the best few are verified as witnesses
 DECOMPOSE_SAMPLES = 2000
-
 DECOMPOSE_VERIFIED = 4
 
 #: how long past its limit a step waits for its worker processes (the race's racers, the pieces
@@ -245,7 +250,6 @@ DECOMPOSE_VERIFIED = 4
 #: plus these seconds. The racers stop their own solves at the limit; the wait covers sending
 #: their answers back. (It was 30 s: a [2000,2000,1] unit box with a 20 s limit took 52 s.)
 LIMIT_SLACK_SHARE = 0.05
-
 LIMIT_SLACK_SECONDS = 1.0
 
 #: seconds of a query's time limit kept back from its strategies for the work after them
@@ -253,7 +257,6 @@ LIMIT_SLACK_SECONDS = 1.0
 #: share of the limit, at most FINISH_RESERVE_SECONDS. A [2000,2000,1] ball under a 20 s limit
 #: spent about 3 s there on a loaded machine, past the limit (issue 44).
 FINISH_RESERVE_SHARE = 0.05
-
 FINISH_RESERVE_SECONDS = 2.0
 
 #: seconds per network weight to build a model in Pyomo, a step that cannot be interrupted:
@@ -268,9 +271,7 @@ BUILD_SECONDS_PER_WEIGHT = 3.5e-6
 #: weights times this rate exceed ``PRESOLVE_LIMIT_SHARE`` of the limit, the solve runs with
 #: ``LARGE_MODEL_OPTIONS``, what each adapter declares for such a model
 PRESOLVE_SECONDS_PER_WEIGHT = 3.9e-5
-
 PRESOLVE_LIMIT_SHARE = 0.5
-
 LARGE_MODEL_OPTIONS: dict[str, dict[str, Any]] = registry.LARGE_MODEL_OPTIONS
 
 #: seconds to give the probe (the backward model alone, in-process) before racing: most
@@ -291,9 +292,7 @@ LEADER_AFTER = 30.0
 #: always with the eventual winner ahead, and the eventual loser never led by more than 1.10
 #: (docs/performance.md)
 EARLY_LEADER_AFTER = 10.0
-
 DECISIVE_RATIO = 1.3
-
 
 #: a hidden neuron whose incoming (row and bias) and outgoing (column) norms differ by more
 #: than this factor is rescaled by a power of two before anything else (:mod:`lipopt.balance`;
@@ -301,7 +300,6 @@ DECISIVE_RATIO = 1.3
 #: 1e6 with 1e-6 outgoing made HiGHS return wrong optimal bounds on 4 of 900 networks; trained
 #: networks have no neuron this far off, so nothing changes for them
 BALANCE_RATIO = 2.0**16
-
 
 #: batches (:mod:`lipopt.batch`): how many times a query is started before it is recorded as
 #: ``failed`` when its worker process dies under it (killed, out of memory) — a second and third
@@ -316,7 +314,6 @@ BATCH_PROGRESS_SECONDS = 10.0
 #: ``lipopt batch --scheduler``: seconds to wait for the Dask scheduler before saying it cannot
 #: be reached (distributed's own default is 30 s; a local scheduler answers in milliseconds)
 CLUSTER_CONNECT_SECONDS = 10.0
-
 
 #: the largest PSD block Clarabel is given by shor and hr2 (Clarabel is their default solver):
 #: Clarabel factors a dense matrix of about (side²/2)² entries per block. Measured here (24 GB,
@@ -354,6 +351,9 @@ class Policy:
     bab_score_min_unstable: int
     bab_prefix_lp_share: float
     bab_cut_max_inputs: int
+    bab_sign_group: int
+    bab_sign_group_probe: int
+    bab_sign_group_min_gain: float
     auto_regions_zero_bias_share: float
     bab_part_refinements: int
     bab_after_share: float

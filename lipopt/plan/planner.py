@@ -95,6 +95,9 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
             score_from=policy.bab_score_min_unstable,
             prefix_share=policy.bab_prefix_lp_share,
             split_cuts=query.network.input_dim <= policy.bab_cut_max_inputs,
+            sign_group=policy.bab_sign_group,
+            sign_group_probe=policy.bab_sign_group_probe,
+            sign_group_min_gain=policy.bab_sign_group_min_gain,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,

@@ -38,7 +38,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.constrained import Neuron, split_bounds
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.bounds.jacobian import jacobian_norm_bound
+from lipopt.bounds.sign_groups import sign_group_bound
 from lipopt.bounds.split_cuts import cut_children
 from lipopt.bracket import closed
 from lipopt.domain import Domain
@@ -64,6 +65,7 @@ from lipopt.search.activation_rules import (
 )
 from lipopt.search.bab_node import (
     ActivationBabOptions,
+    ActivationBabOutcome,
     BabNode,
     PartAnswer,
     SolvePart,
@@ -78,38 +80,6 @@ FloatArray = NDArray[np.float64]
 
 #: the options of a search not given any
 DEFAULT_OPTIONS = ActivationBabOptions()
-
-
-@dataclass
-class ActivationBabOutcome:
-    """What the activation branch and bound proved.
-
-    Attributes:
-        upper: certified upper bound on the constant (module docstring), never below ``lower``.
-        lower: the best value attained, at ``witness``; ``certified``: that point's region was
-            shown full-dimensional by the margin LP.
-        status: OPTIMAL (closed), GAP_LIMIT (within a gap wider than the exact tolerance),
-            TIME_LIMIT (deadline), INTERRUPTED (node limit), UPPER_BOUND (finished, but a leaf
-            the margin LP left undecided, or a ``solve_part`` answer, keeps it open beyond the
-            exact tolerance, or no attained value was certified).
-        nodes: nodes expanded; pruned: nodes dropped by their upper bound; leaves: fixed-pattern
-            nodes checked; empty: sub-domains shown empty or lower-dimensional; solved: nodes
-            handed to ``solve_part``; root_upper, root_unstable: the root's bound and count.
-    """
-
-    upper: float
-    lower: float
-    witness: FloatArray | None
-    certified: bool
-    status: Status
-    nodes: int
-    pruned: int
-    leaves: int
-    empty: int
-    solved: int
-    seconds: float
-    root_upper: float
-    root_unstable: int
 
 
 class _Search:
@@ -134,6 +104,8 @@ class _Search:
         self.flying: dict[int, BabNode] = {}  # parts sent to a pool, by tag, until answered
         self.rng = np.random.default_rng(options.rng_seed)
         self.began, self.prefix_seconds = time.perf_counter(), 0.0  # the margin LPs' time
+        self.group_tries, self.group_gain = 0, 0.0  # their count, their relative gains summed
+        self.regrouped = 0  # nodes filed again with a lower sign-group bound
 
     def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
         """An attained value (at ``point``): the best so far is kept."""
@@ -172,6 +144,36 @@ class _Search:
             else:
                 heapq.heappush(self.heap, (-kept.upper, next(self.order), kept))
         return upper
+
+    def regroup(self, node: BabNode) -> bool:
+        """A node just taken from the heap, with the ℓ∞ input norm: where its sign-group bound
+        (:func:`sign_group_bound`, groups of the options' ``sign_group`` entries) is below its
+        ``U_S``, the node is filed again with that bound (or pruned by it) instead of expanded,
+        and True is returned."""
+        if node.grouped or not self.grouping():
+            return False
+        bound = sign_group_bound(self.network, node.bounds, self.seed, self.options.sign_group)
+        self.group_tries += 1
+        if bound >= node.upper:
+            return False
+        self.group_gain += 1.0 - bound / node.upper
+        self.regrouped += 1
+        if self.prunable(bound):
+            self.pruned += 1
+            self.settled = max(self.settled, bound)
+        else:
+            kept = replace(node, upper=bound, grouped=True)
+            heapq.heappush(self.heap, (-bound, next(self.order), kept))
+        return True
+
+    def grouping(self) -> bool:
+        """Whether the sign-group bounds run: the ℓ∞ input norm, a group size, and, after the
+        probe, a mean gain at least the floor."""
+        options = self.options
+        if options.sign_group <= 0 or self.norm is not InputNorm.LINF:
+            return False
+        probed = self.group_tries >= options.sign_group_probe
+        return not probed or self.group_gain >= options.sign_group_min_gain * self.group_tries
 
     def check_prefix(self, node: BabNode) -> BabNode | None:
         """:meth:`margin_check` within the options' ``prefix_share`` of the search's time so
@@ -289,7 +291,8 @@ class _Search:
             if limit is not None and self.nodes >= limit:
                 return "nodes"
             heapq.heappop(self.heap)
-            self.expand(top, solve_part)
+            if not self.regroup(top):
+                self.expand(top, solve_part)
         return "done"
 
     def status(self, stopped: str, upper: float) -> Status:
@@ -374,6 +377,7 @@ def activation_bab_on(
         leaves=search.leaves,
         empty=search.empty,
         solved=search.solved,
+        regrouped=search.regrouped,
         seconds=time.perf_counter() - began,
         root_upper=float(root_upper),
         root_unstable=root_unstable,

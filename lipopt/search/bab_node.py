@@ -1,7 +1,7 @@
 """The values of the activation branch and bound (:mod:`lipopt.search.activation_bab`): its
-options, a node ``D_S`` of the search, what a part's MIP answers for one, and the attained value
-the search starts from. Here so that the search and the dispatch of its parts to other
-processes (:mod:`lipopt.search.bab_pool`) share them."""
+options, a node ``D_S`` of the search, what a part's MIP answers for one, the attained value
+the search starts from, and what it proved. Here so that the search and the dispatch of its
+parts to other processes (:mod:`lipopt.search.bab_pool`) share them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from lipopt.bounds.constrained import Neuron
 from lipopt.bounds.interval import NetworkBounds, Seed
@@ -17,6 +18,9 @@ from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+from lipopt.status import Status
+
+FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,12 @@ class ActivationBabOptions:
             layers are stable may take (1: every such node is checked).
         split_cuts: tighten each child's ranges over the input-space cut its split implies
             (:mod:`lipopt.bounds.split_cuts`).
+        sign_group: with the ℓ∞ input norm, a node taken from the heap is first bounded by
+            :func:`~lipopt.bounds.sign_groups.sign_group_bound` with groups of this many
+            gradient entries, and filed again where that is lower (0: never).
+        sign_group_probe, sign_group_min_gain: after ``sign_group_probe`` of those bounds,
+            they stop where they lowered the nodes' bounds by less than ``sign_group_min_gain``
+            (relative) on average.
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -49,6 +59,9 @@ class ActivationBabOptions:
     slope_iterations: int = 0
     prefix_share: float = 1.0
     split_cuts: bool = False
+    sign_group: int = 0
+    sign_group_probe: int = 16
+    sign_group_min_gain: float = 0.0
     rng_seed: int = 0
 
 
@@ -57,13 +70,50 @@ class BabNode:
     """One sub-domain ``D_S``: its splits (neuron, True for ``z >= 0``), its bounds, its
     certified upper bound on the objective, its count of unstable neurons and how many of the
     first hidden layers (all stable) the margin LP showed to meet ``D`` in a full-dimensional
-    set (:meth:`_Search.check_prefix`)."""
+    set (:meth:`_Search.check_prefix`); ``grouped``: its bound already holds the sign-group
+    bound (:meth:`_Search.regroup`)."""
 
     splits: tuple[tuple[Neuron, bool], ...]
     bounds: NetworkBounds
     upper: float
     unstable: int
     checked: int = 0
+    grouped: bool = False
+
+
+@dataclass
+class ActivationBabOutcome:
+    """What the activation branch and bound proved.
+
+    Attributes:
+        upper: certified upper bound on the constant (:mod:`lipopt.search.activation_bab`),
+            never below ``lower``.
+        lower: the best value attained, at ``witness``; ``certified``: that point's region was
+            shown full-dimensional by the margin LP.
+        status: OPTIMAL (closed), GAP_LIMIT (within a gap wider than the exact tolerance),
+            TIME_LIMIT (deadline), INTERRUPTED (node limit), UPPER_BOUND (finished, but a leaf
+            the margin LP left undecided, or a ``solve_part`` answer, keeps it open beyond the
+            exact tolerance, or no attained value was certified).
+        nodes: nodes expanded; pruned: nodes dropped by their upper bound; leaves: fixed-pattern
+            nodes checked; empty: sub-domains shown empty or lower-dimensional; solved: nodes
+            handed to ``solve_part``; regrouped: nodes filed again with a lower sign-group
+            bound; root_upper, root_unstable: the root's bound and count.
+    """
+
+    upper: float
+    lower: float
+    witness: FloatArray | None
+    certified: bool
+    status: Status
+    nodes: int
+    pruned: int
+    leaves: int
+    empty: int
+    solved: int
+    regrouped: int
+    seconds: float
+    root_upper: float
+    root_unstable: int
 
 
 #: what ``solve_part`` answers for a node, given the best value attained so far (which it
@@ -101,4 +151,11 @@ def start_witness(
     return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
 
 
-__all__ = ["ActivationBabOptions", "BabNode", "PartAnswer", "SolvePart", "start_witness"]
+__all__ = [
+    "ActivationBabOptions",
+    "ActivationBabOutcome",
+    "BabNode",
+    "PartAnswer",
+    "SolvePart",
+    "start_witness",
+]

@@ -91,6 +91,8 @@ class Searching(Protocol):
 
     def split(self, node: BabNode) -> None: ...
 
+    def regroup(self, node: BabNode) -> bool: ...
+
 
 def run_pooled(search: Searching, pool: PartPool) -> str:
     """Expand best-first, parts sent to ``pool``, until closed or a limit: ``"done"``,
@@ -112,6 +114,8 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
         if limit is not None and search.nodes >= limit:
             return "nodes"
         _, _, node = heapq.heappop(search.heap)
+        if search.regroup(node):  # filed again with a lower bound, or pruned
+            continue
         search.nodes += 1
         if node.unstable <= search.options.mip_at:
             tag = next(tags)

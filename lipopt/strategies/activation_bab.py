@@ -156,6 +156,7 @@ def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:
         "bab_pruned": found.pruned,
         "bab_leaves": found.leaves,
         "bab_parts_solved": found.solved,
+        "bab_regrouped": found.regrouped,
     }
     witness = found.witness
     return Bracket(

@@ -32,12 +32,14 @@ def _case(rng: np.random.Generator, index: int, domains: tuple[str, ...]):
     return weights, domain, rng.normal(size=m)
 
 
-def _check_exact(weights, domain, seed, norm: str, output: str = "abs", cuts: bool = False) -> str:
+def _check_exact(
+    weights, domain, seed, norm: str, output: str = "abs", cuts: bool = False, group: int = 0
+) -> str:
     net = network_from_weights(weights)
     spec = oracle.from_lipopt(net, domain)
     c = None if isinstance(seed, OutputNorm) else seed
     truth = oracle.brute_force_lipschitz(*spec, c, norm, output).value
-    options = ActivationBabOptions(split_cuts=cuts)
+    options = ActivationBabOptions(split_cuts=cuts, sign_group=group)
     out = activation_bab(net, domain, seed, norm, options=options)
     assert out.status == Status.OPTIMAL, (out.status, out.lower, out.upper, truth)
     scale = max(1.0, abs(truth))
@@ -80,6 +82,42 @@ def test_exact_for_output_norms(output: OutputNorm, cuts: bool) -> None:
         domain = Box(-np.ones(3), np.ones(3)) if index else LinfBall(rng.normal(size=3), 0.5)
         report = _check_exact(weights, domain, output, "linf", output.value, cuts)
         print(f"output {output.value} {report}")
+
+
+@pytest.mark.parametrize("group", [2, 8])
+def test_exact_with_sign_groups(group: int) -> None:
+    """The nodes also bounded by their sign groups (:mod:`lipopt.bounds.sign_groups`), ℓ∞
+    input: 8 networks over four kinds of domain and two output norms, exact and attained."""
+    rng = np.random.default_rng(90 + group)
+    for index in range(8):
+        weights, domain, c = _case(rng, index, ("box", "linf", "l1", "l2"))
+        report = _check_exact(weights, domain, c, "linf", cuts=True, group=group)
+        print(f"groups of {group} {type(domain).__name__:8s} {report}")
+    for output in (OutputNorm.L1, OutputNorm.CROSS):
+        weights = oracle.random_network_weights(rng, [3, 7, 7, 3])
+        domain = LinfBall(rng.normal(size=3), 0.5)
+        _check_exact(weights, domain, output, "linf", output.value, True, group)
+
+
+def test_sign_groups_stop_after_the_probe_where_they_gain_too_little() -> None:
+    """Groups on a [4, 10, 10, 1] unit box: they lower many nodes' bounds (fewer nodes, the
+    same exact value); with a gain floor no bound can reach, they stop after the probe's 4."""
+    rng = np.random.default_rng(7)
+    net = network_from_weights(oracle.random_network_weights(rng, [4, 10, 10, 1]))
+    box = Box(-np.ones(4), np.ones(4))
+    found = {}
+    for name, group, floor in (("off", 0, 0.0), ("on", 8, 0.0), ("floor", 8, 2.0)):
+        options = ActivationBabOptions(
+            sign_group=group, sign_group_probe=4, sign_group_min_gain=floor, attack_restarts=0
+        )
+        found[name] = activation_bab(net, box, np.ones(1), "linf", options=options)
+        assert found[name].status == Status.OPTIMAL
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, box), np.ones(1), "linf").value
+    for out in found.values():
+        assert out.upper == pytest.approx(truth, rel=1e-6)
+    assert found["off"].regrouped == 0
+    assert found["on"].regrouped > 4 and found["on"].nodes < found["off"].nodes
+    assert found["floor"].regrouped <= 4
 
 
 def test_brackets_under_limits() -> None:

@@ -65,10 +65,12 @@ def _solve(net, domain, c, norm, **options):
 
 @pytest.fixture(autouse=True)
 def no_split_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pool is under test, so the searches run without the splits' input-space cuts: with
-    them the cases above need fewer parts (measured: 15, 0, 2, 3 and 5 against 26, 16, 6, 4
-    and 12 without) and one needs none at all."""
+    """The pool is under test, so the searches run without the splits' input-space cuts and
+    the sign-group bounds: with the cuts the cases above need fewer parts (measured: 15, 0, 2,
+    3 and 5 against 26, 16, 6, 4 and 12 without) and one needs none at all; with the sign
+    groups one of them needed 3."""
     monkeypatch.setattr(lipopt.policy, "BAB_CUT_MAX_INPUTS", 0)
+    monkeypatch.setattr(lipopt.policy, "BAB_SIGN_GROUP", 0)
 
 
 @pytest.fixture
