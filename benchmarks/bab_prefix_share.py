@@ -38,7 +38,8 @@ CASES = [
 
 
 def make(case: str, folder: Path) -> tuple[Any, Any, Any]:
-    """``(network, domain, c)`` of a case name ``suite-net-radius-image``."""
+    """``(network, domain, c)`` of a case name ``suite-net-radius-image`` (suite ``scale``,
+    ``mnist`` or ``bundled``)."""
     import numpy as np
     from margins import top_two_margin
     from scale import image, mnist_networks
@@ -49,6 +50,9 @@ def make(case: str, folder: Path) -> tuple[Any, Any, Any]:
     if suite == "mnist":
         path = mnist_networks(folder)[f"mnist-{net_name}"]
         x = image("", int(index))
+    elif suite == "bundled":  # the bundled digits networks: bundled-cnn-0.05-1
+        path = ROOT / "models" / f"digits-{net_name}.onnx"
+        x = image("models/digits-test.npz", int(index))
     else:
         path = ROOT / "benchmarks" / "models" / f"scale-{net_name}.onnx"
         x = image("benchmarks/models/scale-test.npz", int(index))
