@@ -10,7 +10,8 @@ and counted (never an identity neuron: :mod:`lipopt.search.kinds`). Each node ca
 * an **upper bound** ``U_S >= sup`` over ``D_S``: :func:`jacobian_norm_bound` on the node's
   bounds (:func:`split_bounds`), which holds for every activation pattern those bounds allow,
   and so for the pattern of every differentiable point of ``D_S``; never above the parent's
-  (the child's supremum is at most the parent's);
+  (the child's supremum is at most the parent's); ℓ∞ input: lowered to its (as sound)
+  :func:`sign_group_bound` where lower, as it first leaves the heap (:meth:`_Search.regroup`);
 * once no neuron is unstable, **one pattern** ``p``: every differentiable point of ``D_S`` has
   it, so the node's supremum is ``v_p = ||J_p^T c||_{α*}`` if ``p``'s linear region meets the
   interior of ``D`` in a full-dimensional set, and the node holds no such point otherwise. The
