@@ -127,17 +127,27 @@ def slope_problem(
     )
 
 
-def chord_thetas(problem: SlopeProblem) -> Thetas:
-    """The chord lines' parameters: per hidden layer ``(u'/(u'-l'), -l'/(u'-l'))`` (one row per
-    objective row), and for a convex term the chord slope's place in ``[φ'(l), φ'(u)]``."""
-    rows = 2 * problem.g_low.shape[0] if problem.kind is None else 1
+def chord_switches(problem: SlopeProblem) -> list[tuple[FloatArray, FloatArray]]:
+    """Per hidden layer, the chords' ``t``: ``(u'/(u'-l'), -l'/(u'-l'))`` (1 and 0 where the
+    range is a point), one row each."""
     switch = []
     for low, up in zip(problem.low, problem.up, strict=True):
         width = up - low
         safe = np.where(width > 0.0, width, 1.0)
         t_up = np.where(width > 0.0, up / safe, 1.0)
         t_low = np.where(width > 0.0, -low / safe, 0.0)
-        switch.append((np.tile(t_up, (rows, 1)), np.tile(t_low, (rows, 1))))
+        switch.append((t_up[None, :], t_low[None, :]))
+    return switch
+
+
+def chord_thetas(problem: SlopeProblem) -> Thetas:
+    """The chord lines' parameters: per hidden layer :func:`chord_switches` (one row per
+    objective row), and for a convex term the chord slope's place in ``[φ'(l), φ'(u)]``."""
+    rows = 2 * problem.g_low.shape[0] if problem.kind is None else 1
+    switch = [
+        (np.tile(t_up, (rows, 1)), np.tile(t_low, (rows, 1)))
+        for t_up, t_low in chord_switches(problem)
+    ]
     if problem.kind is None:
         return switch, None
     if problem.kind == "square":  # chord slope u + l, the middle of [2l, 2u]
@@ -254,6 +264,7 @@ def jacobian_norm_bound(
 __all__ = [
     "JacobianBound",
     "back_substitute",
+    "chord_switches",
     "chord_thetas",
     "fastlip_value",
     "jacobian_norm_bound",

@@ -35,7 +35,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NetworkBounds, Seed
-from lipopt.bounds.jacobian import SlopeProblem, Thetas, back_substitute, slope_problem
+from lipopt.bounds.jacobian import (
+    SlopeProblem,
+    back_substitute,
+    chord_switches,
+    slope_problem,
+)
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -65,23 +70,11 @@ def sign_rows(dim: int, size: int) -> tuple[FloatArray, IntArray]:
     return np.vstack(blocks), np.concatenate(owners)
 
 
-def _chord_lines(problem: SlopeProblem) -> Thetas:
-    """The Jacobian bound's chord lines, one row broadcast to every objective row."""
-    switch = []
-    for low, up in zip(problem.low, problem.up, strict=True):
-        width = up - low
-        safe = np.where(width > 0.0, width, 1.0)
-        t_up = np.where(width > 0.0, up / safe, 1.0)
-        t_low = np.where(width > 0.0, -low / safe, 0.0)
-        switch.append((t_up[None, :], t_low[None, :]))
-    return switch, None
-
-
 def _row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
     """``B`` of each row (its own back-substitution bound), in chunks of rows."""
     widest = max([problem.g_low.shape[0], *(low.shape[0] for low in problem.low)])
     chunk = max(1, CHUNK_ENTRIES // widest)
-    lines = _chord_lines(problem)
+    lines = (chord_switches(problem), None)  # one row of lines, broadcast to every row
     values = [
         back_substitute(problem, lines, objective=rows[start : start + chunk])
         for start in range(0, rows.shape[0], chunk)
