@@ -162,12 +162,12 @@ BAB_PREFIX_LP_SHARE = 0.5
 #: measured between 64 and 784 inputs; 128 keeps to the side that was
 BAB_CUT_MAX_INPUTS = 128
 
-#: the activation branch and bound bounds each node it takes from the heap (ℓ∞ input norm) by
-#: lipopt.bounds.sign_groups too, groups of this many gradient entries; after PROBE such bounds
-#: they stop where their mean relative gain is below MIN_GAIN. The search alone for 30 s, upper
-#: bound without / with groups of 8: the digits MLP at 0.1 543.0 / 500.0, the bundled digits CNN
-#: at 0.05 1221.8 / 859.7, the digits CNN at 0.1 800.0 / 799.6; at 0.05 (gain 0.0) 20 s 506.1 /
-#: 514.1, 507.5 with the stop (docs/performance.md, "Sign groups")
+#: the branch and bound bounds each node it takes from the heap (ℓ∞ input) by lipopt.bounds.
+#: sign_groups too, groups of this many entries; after PROBE of them they stop where their mean
+#: relative gain is under MIN_GAIN (0.0 on the digits CNN at 0.05, 0.026-0.032 where they paid).
+#: The search alone for 30 s, upper bound without / with groups of 8: the digits MLP at 0.1
+#: 543.0 / 500.0, the bundled digits CNN at 0.05 1221.8 / 859.7, the digits CNN at 0.1 800.0 /
+#: 799.6; that CNN at 0.05, 20 s: 506.1 / 514.1, 507.5 with the stop (docs/performance.md)
 BAB_SIGN_GROUP = 8
 BAB_SIGN_GROUP_PROBE = 16
 BAB_SIGN_GROUP_MIN_GAIN = 0.01
