@@ -160,3 +160,17 @@ def test_the_start_attack_runs_unless_the_question_turns_it_off(attack, runs, mo
     assert bool(calls) is runs
     oracle.assert_certified_exact(result.value, truth)
     assert result.status == "optimal"
+
+
+@pytest.mark.parametrize("group", [8, 0])
+def test_the_planned_search_takes_the_policys_sign_groups(group, monkeypatch):
+    """``bab=True`` with the ℓ∞ input norm: the planner hands the policy's sign-group size to
+    the search, whose lowered parts ``model_stats`` counts (none where the policy turns the
+    groups off); the answer is the oracle's either way."""
+    monkeypatch.setattr(lipopt.policy, "BAB_SIGN_GROUP", group)
+    net = random_network(np.random.default_rng(7), [4, 10, 10, 1])
+    domain = lipopt.Box(-np.ones(4), np.ones(4))
+    truth = oracle.brute_force_lipschitz(*oracle.from_lipopt(net, domain), [1.0], "linf").value
+    result = lipopt.lipschitz(net, domain, bab=True, time_limit=60)
+    oracle.assert_certified_exact(result.value, truth)
+    assert (result.model_stats["bab_regrouped"] > 0) is (group > 0)
