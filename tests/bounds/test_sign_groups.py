@@ -49,7 +49,9 @@ def test_rows_are_every_sign_vector_of_every_group() -> None:
         sign_rows(3, 0)
 
 
-@pytest.mark.parametrize("size", [1, 2, 8])
+@pytest.mark.parametrize(
+    "size", [pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow), 8]
+)  # the policy's size fast, the others with the slow sweeps
 def test_never_below_the_exact_constant(size: int) -> None:
     """16 random networks [3, 8, 8, 2] with ℓ∞ input, fixed c, on the root's bounds."""
     rng = np.random.default_rng(60 + size)

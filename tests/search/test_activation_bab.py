@@ -60,7 +60,9 @@ def _check_exact(
         (3, "linf", ("l1", "l2")),
     ],
 )
-@pytest.mark.parametrize("cuts", [False, True], ids=["clipped", "split-cuts"])
+@pytest.mark.parametrize(
+    "cuts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["clipped", "split-cuts"]
+)  # the split-cuts sweep with the slow ones; test_exact_for_output_norms keeps both fast
 def test_exact_on_random_networks(
     row: int, norm: str, domains: tuple[str, ...], cuts: bool
 ) -> None:
@@ -84,6 +86,7 @@ def test_exact_for_output_norms(output: OutputNorm, cuts: bool) -> None:
         print(f"output {output.value} {report}")
 
 
+@pytest.mark.slow  # an oracle sweep; the planned search's test keeps a fast exact case
 @pytest.mark.parametrize("group", [2, 8])
 def test_exact_with_sign_groups(group: int) -> None:
     """The nodes also bounded by their sign groups (:mod:`lipopt.bounds.sign_groups`), ℓ∞
