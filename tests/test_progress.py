@@ -67,11 +67,12 @@ def test_heartbeat_reports_during_a_long_in_process_solve(monkeypatch, solver):
         ]
     net = Network.from_layers(layers[:-1])
     messages: list[str] = []
+    # no sub-network MIPs: on a loaded CI machine they once took 1.1 of the 1.5 s
     res = lipschitz(
         net, Box(np.zeros(16), np.ones(16)), c=[1.0, -1.0], solver=solver, formulation="forward",
         regions=False, split=False, subnet_bounds=False, time_limit=1.5,
         progress=messages.append,
-    )  # fmt: skip  (no sub-network MIPs: on a loaded CI machine they once took 1.1 of the 1.5 s)
+    )  # fmt: skip
     beats = [m for m in messages if m.startswith("solving: ")]
     assert res.status == "time_limit"
     assert len(beats) >= 5, messages  # about 14; a solver holding the GIL would allow 1 or none
