@@ -90,9 +90,10 @@ def _race(node: Race, indent: str) -> list[str]:
     if node.split_leader:
         lines.append(f"{indent}  unfinished at the decision: the leader split in halves")
     if node.bab_racer is not None:
-        many = "" if node.bab_from_count is None else f" or {node.bab_from_count}"
+        rules = [] if node.bab_from_share is None else [f"{node.bab_from_share:.0%}"]
+        rules += [] if node.bab_from_count is None else [str(node.bab_from_count)]
         lines.append(
-            f"{indent}  from {node.bab_from_share:.0%}{many} unstable neurons: the "
+            f"{indent}  from {' or '.join(rules)} unstable neurons: the "
             f"{node.bab_racer.name} in the forward model's place, no leader split"
         )
     return lines

@@ -131,8 +131,8 @@ class Race:
         split_leader: stop the racers at the decision and split the leader.
         bab_racer: the activation branch and bound, which takes the forward racer's place (and
             the leader split is off) where at least ``bab_from_share`` of the neurons with a
-            kink, or at least ``bab_from_count`` of them, are unstable under linear bounds when
-            the race starts; None: never.
+            kink (None: no share rule), or at least ``bab_from_count`` of them, are unstable
+            under linear bounds when the race starts; None: never.
     """
 
     config: SolveConfig
@@ -141,7 +141,7 @@ class Race:
     instead: bool
     split_leader: bool
     bab_racer: Racer | None = None
-    bab_from_share: float = 1.0
+    bab_from_share: float | None = 1.0
     bab_from_count: int | None = None
 
 

@@ -235,29 +235,27 @@ def race_solver(solver: str, form: Formulation, facts: Facts, policy: Policy) ->
 def _race(config: SolveConfig, facts: Facts, policy: Policy, probe: bool, query: Query) -> Race:
     """The backward MIP against the forward one; where :func:`races_bab`, the activation
     branch and bound as the alternative to the forward racer, taken when the race starts with
-    at least ``bab_race_unstable_share`` of the kinked neurons unstable, or at least
-    ``bab_race_min_unstable`` of them."""
+    at least ``bab_race_min_unstable`` of the kinked neurons unstable, or (on networks of
+    ``bab_race_min_inputs`` inputs or more) at least ``bab_race_unstable_share`` of them."""
     racers = []
     for form in (Formulation.FORWARD, Formulation.BACKWARD):
         solver = race_solver(config.solver, form, facts, policy)
         # without a probe, the region search (which the caller skipped) runs in the backward racer
         search = "auto" if not probe and form is Formulation.BACKWARD else False
         racers.append(Racer(f"{form.value} ({solver})", form, solver, search))
-    bab = None
-    if races_bab(query, config, policy):
+    bab, share = None, None
+    if races_bab(query, config):
         parts = adapter_name(config.solver)
         bab = Racer(f"branch and bound ({parts})", Formulation.FORWARD, parts, False, bab=True)
+        if query.network.input_dim >= policy.bab_race_min_inputs:
+            share = policy.bab_race_unstable_share
     return Race(
         config, probe, tuple(racers), config.sign_split is True, config.split_leader, bab,
-        policy.bab_race_unstable_share, policy.bab_race_min_unstable,
+        share, policy.bab_race_min_unstable,
     )  # fmt: skip
 
 
-def races_bab(query: Query, config: SolveConfig, policy: Policy) -> bool:
-    """The branch and bound on the activations may race the backward MIP: ``bab="auto"``, its
-    part MIPs take the question, and the network has ``bab_race_min_inputs`` inputs or more."""
-    return (
-        config.bab == "auto"
-        and supports_parts(query)
-        and query.network.input_dim >= policy.bab_race_min_inputs
-    )
+def races_bab(query: Query, config: SolveConfig) -> bool:
+    """The branch and bound on the activations may race the backward MIP: ``bab="auto"`` and
+    its part MIPs take the question."""
+    return config.bab == "auto" and supports_parts(query)

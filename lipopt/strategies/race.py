@@ -132,15 +132,16 @@ def unstable_share(query: Query) -> float:
 
 def _with_bab(problem: _Raced) -> _Raced:
     """The race with the plan's branch and bound in the forward racer's place (and no leader
-    split) where at least ``bab_from_share`` of the kinked neurons, or ``bab_from_count`` of
-    them, are unstable; else as planned."""
+    split) where at least ``bab_from_share`` of the kinked neurons (if set), or
+    ``bab_from_count`` of them, are unstable; else as planned."""
     node = problem.node
     if node.bab_racer is None:
         return problem
     share = unstable_share(problem.query)
     count = problem.query.bounds().unstable_count
     many = node.bab_from_count is not None and count >= node.bab_from_count
-    if share < node.bab_from_share and not many:
+    by_share = node.bab_from_share is not None and share >= node.bab_from_share
+    if not by_share and not many:
         return problem
     racers = tuple(
         node.bab_racer if racer.formulation is Formulation.FORWARD else racer

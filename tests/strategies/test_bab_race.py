@@ -1,8 +1,9 @@
 """The activation branch and bound as the race's second racer (policy ``BAB_RACE_*``).
 
 Where the formulations race, the planner offers the branch and bound as the alternative to the
-forward racer on networks of ``BAB_RACE_MIN_INPUTS`` inputs or more; the race takes it when at
-least ``BAB_RACE_UNSTABLE_SHARE`` of the kinked neurons are unstable. Checked: the planner's
+forward racer; the race takes it when at least ``BAB_RACE_MIN_UNSTABLE`` of the kinked neurons
+are unstable, or, on networks of ``BAB_RACE_MIN_INPUTS`` inputs or more, at least
+``BAB_RACE_UNSTABLE_SHARE`` of them. Checked: the planner's
 rule, the share against a count of neurons whose sign changes over samples (a lower bound on
 the truly unstable ones), and whole answers against the brute-force oracle with the branch and
 bound racing (the policy lowered so that small networks race it)."""
@@ -38,8 +39,10 @@ def _race_node(node):
     return node
 
 
-@pytest.mark.parametrize("inputs, offered", [(31, False), (32, True), (40, True)])
-def test_the_planner_offers_the_branch_and_bound_from_the_policys_inputs(inputs, offered):
+@pytest.mark.parametrize("inputs, by_share", [(10, False), (31, False), (32, True), (40, True)])
+def test_the_planner_takes_the_share_rule_from_the_policys_inputs(inputs, by_share):
+    """Every race offers the branch and bound by the count of unstable neurons; from
+    ``BAB_RACE_MIN_INPUTS`` inputs also by their share."""
     net = random_network(np.random.default_rng(0), [inputs, 6, 6, 2])
     ball = LinfBall(np.full(inputs, 0.5), 0.1)
     policy = Policy.current()
@@ -48,10 +51,10 @@ def test_the_planner_offers_the_branch_and_bound_from_the_policys_inputs(inputs,
     facts = Facts(2, True, frozenset({"highs", "scip"}))
     node = _race_node(plan(query, config, facts, policy))
     assert isinstance(node, Race)
-    assert (node.bab_racer is not None) is offered
-    if offered:
-        assert node.bab_racer.bab and node.bab_from_share == policy_module.BAB_RACE_UNSTABLE_SHARE
-        assert node.bab_from_count == policy_module.BAB_RACE_MIN_UNSTABLE
+    assert node.bab_racer is not None and node.bab_racer.bab
+    assert node.bab_from_count == policy_module.BAB_RACE_MIN_UNSTABLE
+    share = policy_module.BAB_RACE_UNSTABLE_SHARE if by_share else None
+    assert node.bab_from_share == share
     never = _race_node(plan(query, config.but(bab=False), facts, policy))
     assert never.bab_racer is None  # bab=False: the plan never runs it
 
