@@ -303,14 +303,14 @@ class SolveConfig:
             "`--time-limit` a certified bracket. Every input and output norm but an ℓ2 output "
             "with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 outputs. By default "
             "the plan, in which it races the backward MIP in the forward MIP's place where the "
-            "formulations race, the network has at least 32 inputs and at least half its "
-            "neurons with a kink, or at least 64 of them, are unstable under linear bounds "
-            "(the policy's `BAB_RACE_MIN_INPUTS`, `BAB_RACE_UNSTABLE_SHARE` and "
-            "`BAB_RACE_MIN_UNSTABLE`, "
+            "formulations race and at least 64 neurons with a kink are unstable under linear "
+            "bounds, or, on a network of at least 32 inputs, at least half of them "
+            "(the policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and "
+            "`BAB_RACE_UNSTABLE_SHARE`, "
             "[performance](performance.md#the-branch-and-bound-in-the-race)). "
             "`--no-bab` never runs it"
         ),
-        shown="in the race where half the neurons, or 64, are unstable",
+        shown="in the race where 64 neurons, or from 32 inputs half, are unstable",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,

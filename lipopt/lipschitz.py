@@ -255,10 +255,10 @@ def lipschitz(
             (:mod:`lipopt.bounds.jacobian`), a part of at most ``BAB_MIP_AT`` unstable neurons
             handed to the MIP, a part of one activation pattern closed by its margin LP.
             ``"auto"`` (the default): the plan, in which the branch and bound races the
-            backward MIP in the forward MIP's place where the formulations race, the network
-            has ``BAB_RACE_MIN_INPUTS`` (32) inputs or more and at least
-            ``BAB_RACE_UNSTABLE_SHARE`` (half) of its kinked neurons, or
-            ``BAB_RACE_MIN_UNSTABLE`` (64) of them, are unstable under linear bounds
+            backward MIP in the forward MIP's place where the formulations race and at least
+            ``BAB_RACE_MIN_UNSTABLE`` (64) of the kinked neurons are unstable under linear
+            bounds, or, on a network of ``BAB_RACE_MIN_INPUTS`` (32) inputs or more, at least
+            ``BAB_RACE_UNSTABLE_SHARE`` (half) of them
             (benchmarks/results/bab_race.md, bab_race_count.md); the policy's
             ``BAB_AFTER_SHARE`` (1: measured at 0.5, it lost) could also run it after an
             unfinished plan. False: the

@@ -217,10 +217,10 @@ BAB_RACE_UNSTABLE_SHARE = 0.5
 #: unstable at 27-34 %, the forward racer was exact (in 3.4 and 29.8 s) where the branch and
 #: bound was exact in 2.7 s and stopped at 1.036
 BAB_RACE_MIN_UNSTABLE = 64
-#: ... and only on networks of at least this many inputs: the speed suite's unit boxes of 10 and
-#: 16 inputs are all unstable, and there the forward racer wins some races (docs/performance.md,
-#: "The forward formulation and the race"); of them only [10,20,20,1] was measured with the
-#: branch and bound racing (exact in 17.5 s against 17.1 s)
+#: the share rule only on networks of at least this many inputs (the count rule on any): the
+#: speed suite's 10- and 16-input unit boxes are all unstable and the forward racer wins some.
+#: Racing by count, [10,20,30,20,2]'s (70 unstable) fell from 59.5/114.7 to 29.7/47.0 at 60 s,
+#: 40.0/60.5 to 25.0/38.1 at 300 s (results/scale_speed_race_count.md)
 BAB_RACE_MIN_INPUTS = 32
 
 #: the least share of the time limit the solver is given after the bounds and the build
