@@ -111,15 +111,16 @@ def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch,
 @pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 @pytest.mark.parametrize("by_count", [True, False])
 def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeypatch, by_count):
-    """Below ``BAB_RACE_UNSTABLE_SHARE``, the branch and bound races where at least
-    ``BAB_RACE_MIN_UNSTABLE`` neurons are unstable, and only there; the answer is the oracle's."""
+    """On a network below ``BAB_RACE_MIN_INPUTS`` inputs the branch and bound races where at
+    least ``BAB_RACE_MIN_UNSTABLE`` neurons are unstable, and only there (a share of 0 does not
+    make it race); the answer is the oracle's."""
     net = random_network(np.random.default_rng(0), [3, 10, 10, 1])
     box = Box(np.zeros(3), np.ones(3))
     query = Query(net, box, InputNorm.LINF, np.ones(1))
     count = query.bounds().unstable_count
     assert 0 < count and unstable_share(query) < 1.0
-    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
-    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 1.01)  # never by the share
+    # 3 inputs, below BAB_RACE_MIN_INPUTS: the count rule alone decides, whatever the share
+    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
     seen = _raced_entries(monkeypatch)
     res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
@@ -143,8 +144,7 @@ def test_where_the_branch_and_bound_races_by_its_count_the_race_starts_at_once(
     ball = LinfBall(np.full(6, 0.5), 0.5)
     count = Query(net, ball, InputNorm.LINF, np.ones(1)).bounds().unstable_count
     assert count < policy_module.AUTO_REGION_UNSTABLE_SHARE * 20  # the share rule would not
-    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
-    monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 1.01)
+    # 6 inputs, below BAB_RACE_MIN_INPUTS: the count rule alone decides
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
     said: list[str] = []
     res = lipschitz(net, ball, c=np.ones(1), time_limit=60, progress=said.append)
