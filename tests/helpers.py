@@ -145,3 +145,10 @@ def planned_bab(inputs: int = 3) -> Any:
     levers = {**LEVER_DEFAULTS, "bab": True}
     query, config = configure(net, box, "linf", (np.array([1.0]), None), levers, policy)
     return plan(query, config, Facts(2, True, frozenset({"highs"})), policy)
+
+
+def fast_first(values: Sequence[Any], fast: int = 1) -> list[Any]:
+    """``values`` for a parametrized sweep: the first ``fast`` run with the README's test
+    command, the rest are marked ``slow`` (``.ci/run`` runs them as its second command)."""
+    slow = pytest.mark.slow
+    return [v if i < fast else pytest.param(v, marks=slow) for i, v in enumerate(values)]

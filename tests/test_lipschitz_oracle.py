@@ -8,7 +8,7 @@ import pytest
 from lipopt import Box, L1Ball, LinfBall, lipschitz
 from lipopt.norms import dual_norm
 from lipopt.parallel.workers import can_fork
-from tests.helpers import random_network
+from tests.helpers import fast_first, random_network
 from tests.oracle import assert_certified_exact, brute_force_lipschitz, from_lipopt
 
 # (widths, domain, norm): 1 to 4 hidden layers, widths up to 16, 1 to 3 outputs, boxes and balls
@@ -174,7 +174,7 @@ def test_time_limited_decomposed_solve_brackets_the_constant(time_limit):
 
 
 @pytest.mark.parametrize("formulation", ["backward", "forward"])
-@pytest.mark.parametrize("case", range(len(SCALAR_CASES)))
+@pytest.mark.parametrize("case", fast_first(range(len(SCALAR_CASES)), fast=6))
 def test_each_formulation_equals_brute_force_scalar(case, formulation):
     """The chain rule backward and the directional derivative forward: both exact, as MIPs."""
     net, domain, norm, c, truth, rng = scalar_case(case)

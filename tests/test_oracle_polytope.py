@@ -27,6 +27,14 @@ from tests.oracle import (
 )
 
 DUAL_ORD = {"linf": 1, "l1": np.inf, "l2": 2}
+
+
+def fast_first(seeds: range) -> list:
+    """The first seed with the README's test command, the others marked slow (this module
+    tests the oracle alone, so it does not take tests.helpers, which imports lipopt)."""
+    return [s if i == 0 else pytest.param(s, marks=pytest.mark.slow) for i, s in enumerate(seeds)]
+
+
 SQUARE = ("box", -np.ones(2), np.ones(2))
 DOMAINS_2D = {
     "box": SQUARE,
@@ -182,7 +190,7 @@ def test_1d_random_net_matches_exact_breakpoints_on_the_cut_interval(seed):
 # --------------------------------------------------------------------------- (b) no-op constraints
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", fast_first(range(3)))
 @pytest.mark.parametrize("kind", ["box", "l1", "l2"])
 @pytest.mark.parametrize("input_norm", ["linf", "l1", "l2"])
 def test_constraints_containing_the_domain_change_nothing(seed, kind, input_norm):
@@ -222,7 +230,7 @@ def test_axis_aligned_constraints_are_a_smaller_box(seed):
 # --------------------------------------------------------------------------- (c) random constraints
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", fast_first(range(4)))
 @pytest.mark.parametrize("kind", ["box", "l1", "l2"])
 @pytest.mark.parametrize("input_norm", ["linf", "l2"])
 def test_random_constraints_between_inside_samples_and_the_whole_domain(seed, kind, input_norm):
@@ -281,7 +289,7 @@ def test_set_without_interior_or_empty_is_an_error():
 # --------------------------------------------------------------------------- shortcuts, sampling
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", fast_first(range(3)))
 @pytest.mark.parametrize("kind", ["box", "l1"])
 def test_engines_and_filters_agree_with_constraints(seed, kind):
     """Every bounding-box shortcut (and the linprog engine) keeps the same regions: the rows

@@ -38,6 +38,8 @@ from tests.oracle import brute_force_lipschitz
 
 CASES = [
     (pool, norm, form)
+    if (norm is InputNorm.LINF) == (form == "backward")  # two of four pairs with the fast ones
+    else pytest.param(pool, norm, form, marks=pytest.mark.slow)
     for pool in POOLS
     for norm in (InputNorm.LINF, InputNorm.L1)
     for form in ("backward", "forward")
