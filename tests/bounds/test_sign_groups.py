@@ -18,7 +18,7 @@ from lipopt.bounds.sign_groups import sign_group_bound, sign_rows
 from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
 from lipopt.norms import OutputNorm
 from tests import oracle
-from tests.helpers import network_from_weights
+from tests.helpers import fast_first, network_from_weights
 
 REL = 1e-9
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -49,9 +49,7 @@ def test_rows_are_every_sign_vector_of_every_group() -> None:
         sign_rows(3, 0)
 
 
-@pytest.mark.parametrize(
-    "size", [pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow), 8]
-)  # the policy's size fast, the others with the slow sweeps
+@pytest.mark.parametrize("size", fast_first([8, 1, 2]))  # the policy's size fast
 def test_never_below_the_exact_constant(size: int) -> None:
     """16 random networks [3, 8, 8, 2] with ℓ∞ input, fixed c, on the root's bounds."""
     rng = np.random.default_rng(60 + size)

@@ -14,7 +14,7 @@ from lipopt.norms import OutputNorm
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
 from lipopt.status import Status
 from tests import oracle
-from tests.helpers import network_from_weights
+from tests.helpers import fast_first, network_from_weights
 
 
 def _case(rng: np.random.Generator, index: int, domains: tuple[str, ...]):
@@ -60,9 +60,8 @@ def _check_exact(
         (3, "linf", ("l1", "l2")),
     ],
 )
-@pytest.mark.parametrize(
-    "cuts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["clipped", "split-cuts"]
-)  # the split-cuts sweep with the slow ones; test_exact_for_output_norms keeps both fast
+@pytest.mark.parametrize("cuts", fast_first([False, True]), ids=["clipped", "split-cuts"])
+# the split-cuts sweep with the slow ones; test_exact_for_output_norms keeps both fast
 def test_exact_on_random_networks(
     row: int, norm: str, domains: tuple[str, ...], cuts: bool
 ) -> None:

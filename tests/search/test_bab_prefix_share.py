@@ -15,7 +15,7 @@ import pytest
 from lipopt import Box
 from lipopt.plan.nodes import ActivationBab
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
-from tests.helpers import planned_bab, random_network
+from tests.helpers import fast_first, planned_bab, random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
 policy_module = importlib.import_module("lipopt.policy")
@@ -48,9 +48,7 @@ def _truth(net, box, c) -> float:
     return brute_force_lipschitz(*from_lipopt(net, box), c=c, input_norm="linf").value
 
 
-@pytest.mark.parametrize(
-    "seed", [0] + [pytest.param(seed, marks=pytest.mark.slow) for seed in (1, 2, 3)]
-)
+@pytest.mark.parametrize("seed", fast_first(range(4)))
 def test_every_share_gives_the_oracles_answer(monkeypatch, seed):
     """Share 1 checks every stable-prefix node; share 0 checks only the first (no LP time
     yet) and keeps the rest unchecked; both searches finish on the oracle's value."""
