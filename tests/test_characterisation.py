@@ -12,7 +12,10 @@ orchestration was rebuilt (issue #26); the rebuilt code must reproduce it.
 Numbers are compared to 1e-6 relative (the promise of an exact answer, ``oracle.EXACT_PROMISE``):
 a solver release may land on another optimal vertex. Where the configuration solves on several
 processes (``PARALLEL``), the order of the answers, and so which pieces are cut off and the
-progress lines, depend on timing; there only the answer itself is compared.
+progress lines, depend on timing; there only the answer itself is compared. Where such a
+configuration races strategies (a ``race`` stage), which racer answers first depends on the
+machine's load too (a loaded CI machine once let the forward MIP beat the region search on
+``6d-box-linf``), so the winner's solver name and model statistics are not compared there.
 
 Rewrite the record (only on purpose, e.g. after a solver upgrade moved a witness):
 
@@ -175,13 +178,17 @@ def compare(got: dict[str, Any], want: dict[str, Any], parallel: bool) -> list[s
     for key in ("value", "lower", "upper"):
         if not _close(got[key], want[key]):
             diffs.append(f"{key}: {got[key]!r} != {want[key]!r}")
-    exact = ["status", "exact_certified", "solver"]
+    raced = parallel and "race" in want["stages"]
+    exact = ["status", "exact_certified"] + ([] if raced else ["solver"])
     if not parallel:
         exact += ["model_stats", "stages", "refinements", "message", "progress"]
     for key in exact:
         if got[key] != want[key]:
             diffs.append(f"{key}: {got[key]!r} != {want[key]!r}")
-    if parallel:
+    if raced:
+        if "race" not in got["stages"]:
+            diffs.append(f"stages: {got['stages']!r} ran no race, the record's did")
+    elif parallel:
         keep = lambda stats: {k: v for k, v in stats.items() if k not in _TIMING_DEPENDENT_STATS}  # noqa: E731
         if keep(got["model_stats"]) != keep(want["model_stats"]):
             diffs.append(f"model_stats: {got['model_stats']} != {want['model_stats']}")
