@@ -3,6 +3,8 @@ network.
 
     PYTHONPATH=. python benchmarks/startup.py                          # this checkout
     PYTHONPATH=. python benchmarks/startup.py --vs /path/to/checkout   # side by side, in turn
+    PYTHONPATH=. python benchmarks/startup.py --vs . --vs-python /other/venv/bin/python
+                                                  # this checkout in another environment
 
 Each command runs as a fresh process (``python -c "import lipopt"``; ``python -m lipopt.cli
 solve`` on a [2, 8, 8, 1] network over the unit box, written by this script, and on the bundled
@@ -42,16 +44,16 @@ from lipopt.atomic import write_text_atomic  # noqa: E402
 from tests.helpers import random_network, save_onnx  # noqa: E402
 
 
-def commands(tiny: Path, tree: Path) -> dict[str, list[str]]:
-    """The measured commands, run with ``tree`` first on the path."""
+def commands(tiny: Path, tree: Path, python: str = sys.executable) -> dict[str, list[str]]:
+    """The measured commands, run by ``python`` with ``tree`` first on the path."""
     bundled = tree / "models" / "synthetic-2x20x40x20x2.onnx"
     return {
-        "import lipopt": [sys.executable, "-c", "import lipopt"],
+        "import lipopt": [python, "-c", "import lipopt"],
         "lipopt solve [2,8,8,1] --box 0,1": [
-            sys.executable, "-m", "lipopt.cli", "solve", str(tiny), "--box", "0,1",
+            python, "-m", "lipopt.cli", "solve", str(tiny), "--box", "0,1",
         ],
         "lipopt solve bundled 2x20x40x20x2 --box 0,1 --c 1,-1": [
-            sys.executable, "-m", "lipopt.cli", "solve", str(bundled), "--box", "0,1",
+            python, "-m", "lipopt.cli", "solve", str(bundled), "--box", "0,1",
             "--c", "1,-1",
         ],
     }  # fmt: skip
@@ -122,16 +124,24 @@ def heaviest_imports(command: list[str], tree: Path, count: int = 8) -> list[tup
     return sorted(totals.items(), key=lambda row: -row[1])[:count]
 
 
+#: per side, the interpreter that runs its commands (``--vs-python`` sets the other side's)
+PYTHONS: dict[str, str] = {}
+
+
 def measure(trees: dict[str, Path], tiny: Path, runs: int) -> dict[tuple[str, str], list[float]]:
     """Per (command, checkout) the wall seconds of each run, the checkouts in turn."""
     times: dict[tuple[str, str], list[float]] = {}
+
+    def run(label: str, side: str) -> float:
+        python = PYTHONS.get(side, sys.executable)
+        return wall(commands(tiny, trees[side], python)[label], trees[side])
+
     for label in commands(tiny, ROOT):
-        for tree in trees.values():  # warm-up
-            wall(commands(tiny, tree)[label], tree)
+        for side in trees:  # warm-up
+            run(label, side)
         for _ in range(runs):
-            for side, tree in trees.items():
-                seconds = wall(commands(tiny, tree)[label], tree)
-                times.setdefault((label, side), []).append(seconds)
+            for side in trees:
+                times.setdefault((label, side), []).append(run(label, side))
     return times
 
 
@@ -190,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="counted runs of each (default 7)")
     parser.add_argument("--vs", type=Path, help="another checkout, measured in turn with this one")
+    parser.add_argument(
+        "--vs-python", help="the interpreter (environment) of the --vs side (default: this one)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.md")
     parser.add_argument(
         "--compile", action="store_true",
@@ -198,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     trees = {"this": ROOT} if args.vs is None else {"this": ROOT, "other": args.vs.resolve()}
     commit = {side: _commit(tree) for side, tree in trees.items()}
+    if args.vs_python:
+        PYTHONS["other"] = args.vs_python
     with tempfile.TemporaryDirectory() as folder:
         if not args.compile:
             CHILD_ENV.update(PYTHONDONTWRITEBYTECODE="", PYTHONPYCACHEPREFIX=str(Path(folder)))
@@ -219,11 +234,13 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "`python benchmarks/startup.py"
         + (" --vs OTHER" if args.vs else "")
+        + (" --vs-python PYTHON" if args.vs_python else "")
         + f" --runs {args.runs}"
         + (" --compile" if args.compile else "")
         + f"` on {cpu_name()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
         f"started {started}; this = {commit['this']}"
         + (f", other = {commit['other']}" if args.vs else "")
+        + (f" run by {args.vs_python}" if args.vs_python else "")
         + f"; {args.runs} runs each after one warm-up, whole processes, wall seconds; "
         + bytecode
         + ".",
