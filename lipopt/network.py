@@ -206,9 +206,17 @@ class Network:
     def __repr__(self) -> str:
         return f"Network(widths={list(self.widths)})"
 
-    def dense(self) -> Network:
-        """The same network with every weight matrix stored dense (for comparisons)."""
-        return Network(tuple(x.dense() if isinstance(x, Affine) else x for x in self.layers))
+    def dense(self, max_entries: int | None = None) -> Network:
+        """The same network with every weight matrix stored dense, or only those of at most
+        ``max_entries`` entries (the same maps either way)."""
+
+        def kept(layer: Affine) -> bool:
+            shape = layer.matrix.shape
+            return max_entries is not None and shape[0] * shape[1] > max_entries
+
+        return Network(
+            tuple(x.dense() if isinstance(x, Affine) and not kept(x) else x for x in self.layers)
+        )
 
     def activate(self, layer: int, z: ArrayLike) -> FloatArray:
         """``h_k = α z + (1 - α) relu(z)`` of hidden layer ``layer`` (0-based)."""

@@ -39,6 +39,7 @@ AUTO_DECOMPOSE_MIN_DIM = 5
 AUTO_REGION_NODES = 4000
 AUTO_REGION_PROJECTED_LIMIT = 100_000
 AUTO_REGION_NODES_FEW_UNSTABLE = 60_000
+AUTO_REGION_UNSTABLE_SHARE = 0.9
 
 #: ... and with the larger budget it gives up when it projects more than this many nodes in all
 #: (checked as above). Compiled CNNs have few unstable neurons in share (their max-pooling and
@@ -58,20 +59,16 @@ AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE = 300_000
 #: took 48 s).
 AUTO_REGION_LATE_FACTOR = 2.0
 
-AUTO_REGION_UNSTABLE_SHARE = 0.9
-
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
 #: speed benchmark's networks; there it attained 76-98% of the constant on the hard unit boxes)
 ATTACK_RESTARTS = 64
 ATTACK_STEPS = 400
 
 #: the activation branch and bound's start attack: its searches (ATTACK_STEPS moves each, then
-#: the pattern climb). benchmarks/bab_attack.py (results/bab_attack.md): on five ℓ∞ balls of the
-#: digits CNN of benchmarks/scale.py (radius 0.05 and 0.1) 8 searches attained 459.3, 533.7,
-#: 398.7, 495.0 and 482.7 in 5.2-7.0 s, ATTACK_RESTARTS (64) 456.9, 533.7, 402.1, 482.0 and
-#: 481.5 in 24.0-26.4 s: the 64 took up to half of a 60 s branch and bound's time (their cap,
-#: ATTACK_LIMIT_SHARE) for a better point once in five. On the digits MLP at 0.1 and the
-#: MNIST-shaped MLP and CNN the 8 attained as much or more
+#: the pattern climb). results/bab_attack.md, five ℓ∞ balls of the digits CNN (0.05, 0.1): 8
+#: attained 459.3, 533.7, 398.7, 495.0, 482.7 in 5.2-7.0 s, 64 456.9, 533.7, 402.1, 482.0, 481.5
+#: in 24.0-26.4 s (up to half of a 60 s search, their cap ATTACK_LIMIT_SHARE), better once in
+#: five; on the digits MLP at 0.1 and the MNIST-shaped MLP and CNN the 8 attained as much or more
 BAB_ATTACK_RESTARTS = 8
 
 #: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
@@ -110,24 +107,20 @@ AUTO_RACE_NORMS = frozenset({"linf"})
 #: HiGHS's) and 283 s (seed 1, which HiGHS did not finish in 300 s), two solves sharing two cores
 AUTO_RACE_SOLVERS = {"forward": "highs", "backward": "scip"}
 
-#: ``solver="auto"`` with the ℓ2 input norm: who solves the exact model. SCIP takes the
-#: objective ``t <= ||g||_2^2`` itself (spatial branching, one search); HiGHS needs the chords'
-#: rounds (lipopt.strategies.l2_outer), each a fresh MIP. On a [8,16,16,2] ℓ∞ ball of radius
-#: 0.3 (seed 500), SCIP's quadratic model was optimal in 12 s while HiGHS's rounds stood at
-#: [3.78, 4.68] after 60 s (benchmarks/l2.py measures both on more networks). HiGHS is used
-#: where SCIP is not installed. The same for an ℓ2-ball domain (SCIP: one quadratic row; HiGHS:
-#: its bounding box and tangent cuts): on the six ℓ2 balls of benchmarks/results/l2_ball.md
-#: (radius 0.1 sqrt(d)), with the ℓ1 input norm and the decomposition, SCIP took 0.2-30 s and
-#: HiGHS 0.2-19 s on five (1.0-11x SCIP's time) and did not finish the sixth in 60 s.
+#: ``solver="auto"`` with the ℓ2 input norm: who solves the exact model. SCIP takes ``t <=
+#: ||g||_2^2`` itself (spatial branching, one search); HiGHS needs the chords' rounds
+#: (lipopt.strategies.l2_outer), each a fresh MIP: on a [8,16,16,2] ℓ∞ ball of radius 0.3 (seed
+#: 500) SCIP was optimal in 12 s, HiGHS at [3.78, 4.68] after 60 s (benchmarks/l2.py). HiGHS where
+#: SCIP is not installed. The same for an ℓ2-ball domain (SCIP: one quadratic row; HiGHS: its box
+#: and tangent cuts): on the six ℓ2 balls of results/l2_ball.md (radius 0.1 sqrt(d), ℓ1 input,
+#: decomposed) SCIP took 0.2-30 s, HiGHS 0.2-19 s on five (1.0-11x) and did not finish the sixth.
 AUTO_L2_SOLVER = "scip"
 
-#: ``bab=True``: a part of the activation branch and bound with at most this many unstable
-#: neurons is handed to the MIP on its bounds (:mod:`lipopt.strategies.bab_parts`) instead of
-#: being split further (0: never). Measured with benchmarks/activation_bab.py --bab-only at 15 s
-#: on its six random unit-box networks: at 8, the two that finish took 1.7 and 5.4 s, the four
-#: stopped ones' upper bounds were 15.2, 15.9, 31.5, 23.9; at 16, 0.4 and 6.5 s and 15.1, 16.0,
-#: 32.0, 24.2; at 24, 1.0 and 1.0 s (each root one MIP) but 15.2, 16.1, 41.9, 31.8: on
-#: [16,16,16,2] a few part MIPs of 17-24 unstable took the whole limit
+#: ``bab=True``: a part with at most this many unstable neurons goes to the MIP on its bounds
+#: (lipopt.strategies.bab_parts), not split further (0: never). benchmarks/activation_bab.py
+#: --bab-only, 15 s, six random unit boxes: at 8 two finish in 1.7, 5.4 s, the others stop at
+#: 15.2, 15.9, 31.5, 23.9; at 16 0.4, 6.5 s and 15.1, 16.0, 32.0, 24.2; at 24 1.0, 1.0 s but 15.2,
+#: 16.1, 41.9, 31.8 ([16,16,16,2]: a few part MIPs of 17-24 unstable took the whole limit)
 BAB_MIP_AT = 16
 
 #: the planned activation branch and bound splits by the ``score`` rule (the unstable neuron
@@ -171,6 +164,12 @@ BAB_CUT_MAX_INPUTS = 128
 BAB_SIGN_GROUP = 8
 BAB_SIGN_GROUP_PROBE = 16
 BAB_SIGN_GROUP_MIN_GAIN = 0.01
+
+#: the activation branch and bound's node bounds hold each sparse matrix of at most this many
+#: entries dense (not the sign groups', of 1000s of rows). results/scale_dense_layers*.md, 60 s,
+#: parts before / after: bundled digits CNN at 0.05 399-407 / 501-550; digits CNN 1552-2394 /
+#: 1984-2805 at 0.05, 436-1968 / 492-2048 at 0.1 (1 << 18, its 131 072-entry layer dense: fewer)
+BAB_DENSE_MAX_ENTRIES = 1 << 16
 
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
@@ -354,6 +353,7 @@ class Policy:
     bab_sign_group: int
     bab_sign_group_probe: int
     bab_sign_group_min_gain: float
+    bab_dense_max_entries: int
     auto_regions_zero_bias_share: float
     bab_part_refinements: int
     bab_after_share: float

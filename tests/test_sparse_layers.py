@@ -135,3 +135,44 @@ def test_a_network_of_sparse_layers_chains_and_canonicalises():
     x = np.random.default_rng(1).normal(size=64)
     expected = a.weight @ np.maximum(b.weight @ (a.weight @ x) + 1.0, 0.0)
     assert np.allclose(net.forward(x), expected)
+
+
+def test_dense_up_to_a_size_keeps_the_larger_matrices_sparse():
+    """``Network.dense(max_entries)`` (the branch and bound's node bounds hold small sparse
+    matrices dense): the first conv (676 x 784) stays sparse, the second (144 x 676) becomes
+    dense, and the map is the same."""
+    net = _mnist_like_cnn()
+    part = net.dense(max_entries=200_000)
+    assert [a.is_sparse for a in net.affine_layers] == [True, True, False]
+    assert [a.is_sparse for a in part.affine_layers] == [True, False, False]
+    assert not any(a.is_sparse for a in net.dense().affine_layers)
+    x = np.random.default_rng(2).uniform(size=(5, 784))
+    assert np.allclose(part.forward(x), net.forward(x), rtol=1e-12, atol=1e-12)
+
+
+def test_the_branch_and_bound_answers_alike_with_small_layers_dense():
+    """The activation branch and bound on a network of two sparse (banded, 64 x 64) layers,
+    with its node bounds on the sparse layers and on dense copies
+    (``ActivationBabOptions.dense_below``): both finish, with the same value, attained at
+    their witnesses, and no sampled gradient in the ball exceeds it."""
+    from lipopt.search.activation_bab import ActivationBabOptions, activation_bab  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    first = Affine(_banded(64, 64, 5), 0.1 * rng.normal(size=64))
+    second = Affine(_banded(64, 64, 6), 0.1 * rng.normal(size=64))
+    last = Affine(rng.normal(size=(1, 64)), np.zeros(1))
+    net = Network.from_layers([first, ReLU(), second, ReLU(), last])
+    assert [a.is_sparse for a in net.affine_layers] == [True, True, False]
+    x, c = rng.uniform(-1.0, 1.0, size=64), np.ones(1)
+    ball = LinfBall(x, 0.15)
+    outs = []
+    for dense_below in (0, 1 << 16):
+        options = ActivationBabOptions(sign_group=8, split_cuts=True, dense_below=dense_below)
+        out = activation_bab(net, ball, c, "linf", options=options)
+        assert out.status == "optimal" and out.witness is not None and out.nodes > 0
+        assert out.lower == pytest.approx(np.abs(net.gradients(out.witness, c)).sum(), rel=1e-9)
+        outs.append(out)
+    assert outs[0].upper == pytest.approx(outs[1].upper, rel=1e-9)
+    points = x + 0.15 * rng.uniform(-1.0, 1.0, size=(20_000, x.size))
+    sampled = np.abs(net.gradients(points, c)).sum(axis=1).max()
+    assert sampled <= outs[1].upper * (1.0 + 1e-9)

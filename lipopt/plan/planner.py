@@ -98,6 +98,7 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
             sign_group=policy.bab_sign_group,
             sign_group_probe=policy.bab_sign_group_probe,
             sign_group_min_gain=policy.bab_sign_group_min_gain,
+            dense_below=policy.bab_dense_max_entries,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,

@@ -93,7 +93,9 @@ class _Search:
         options: ActivationBabOptions,
         deadline: float | None,
     ) -> None:
-        self.network, self.domain, self.seed, self.norm = problem
+        network, self.domain, self.seed, self.norm = problem
+        self.sparse_network = network  # the sign-group bound's: its many rows pay for sparse
+        self.network = network.dense(options.dense_below) if options.dense_below else network
         self.options, self.deadline = options, deadline
         self.heap: list[tuple[float, int, BabNode]] = []
         self.order = itertools.count()
@@ -153,7 +155,8 @@ class _Search:
         and True is returned."""
         if node.grouped or not self.grouping():
             return False
-        bound = sign_group_bound(self.network, node.bounds, self.seed, self.options.sign_group)
+        size = self.options.sign_group
+        bound = sign_group_bound(self.sparse_network, node.bounds, self.seed, size)
         self.group_tries += 1
         if bound >= node.upper:
             return False
@@ -393,8 +396,4 @@ __all__ = [
     "SolvePart",
     "activation_bab",
     "activation_bab_on",
-    "branch_neuron",
-    "check_supported",
-    "pattern_value",
-    "start_witness",
 ]

@@ -46,6 +46,10 @@ class ActivationBabOptions:
         sign_group_probe, sign_group_min_gain: after ``sign_group_probe`` of those bounds,
             they stop where they lowered the nodes' bounds by less than ``sign_group_min_gain``
             (relative) on average.
+        dense_below: the nodes' bounds hold every sparse weight matrix of at most this many
+            entries dense (0: as stored): their products have few rows, where scipy.sparse's
+            cost per call outweighs the entries; the sign-group bound, with thousands of rows,
+            keeps them sparse.
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -62,6 +66,7 @@ class ActivationBabOptions:
     sign_group: int = 0
     sign_group_probe: int = 16
     sign_group_min_gain: float = 0.0
+    dense_below: int = 0
     rng_seed: int = 0
 
 
