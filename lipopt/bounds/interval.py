@@ -181,15 +181,41 @@ def forward_interval(network: Network, domain: Domain) -> tuple[list[FloatArray]
     uppers.append(hi)
     for k, affine in enumerate(affines[1:-1]):
         h_lo, h_hi = hidden_range(network, k, lo, hi)
+        dead = dead_outputs(network, k, hi)
         lo, hi = _affine_interval(affine.matrix, affine.bias, h_lo, h_hi)
         # a row with no negative weight or bias sums non-negative ReLU outputs: z >= 0 exactly
         # (in floating point too), not a hair below as the outward rounding would say; so the
         # pass-through neurons of a compiled max-pooling are stable, without a binary
         if np.all(h_lo >= 0.0):
             lo = np.where(_nonnegative_rows(affine), np.maximum(lo, 0.0), lo)
+        lo, hi = pin_constant_rows(affine, dead, lo, hi)
         lowers.append(lo)
         uppers.append(hi)
     return lowers, uppers
+
+
+def dead_outputs(network: Network, layer: int, upper: FloatArray) -> NDArray[np.bool_]:
+    """The neurons of hidden layer ``layer`` (0-based) whose output is exactly 0 over the
+    domain: ReLUs (``α = 0``) whose pre-activation's upper bound ``upper`` is at most 0."""
+    return (upper <= 0.0) & (network.slopes[layer] == 0.0)
+
+
+def pin_constant_rows(
+    affine: Affine, dead: NDArray[np.bool_], lower: FloatArray, upper: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Bounds of ``z = W h + b`` with every row whose nonzero weights all read ``dead`` inputs
+    (outputs exactly 0 over the domain) set to ``[b_i, b_i]``: such a ``z_i`` is the constant
+    ``b_i`` in exact arithmetic, so the bound needs no outward rounding. A compiled
+    max-pooling over dead ReLUs gives such rows (``relu(a - b)``, ``a = b = 0``); rounded
+    outward to ``±1e-10`` they would count as unstable, with a binary and a relaxed switch,
+    though their gradient ``∇z_i`` is 0 and no pattern depends on them."""
+    if not dead.any():
+        return lower, upper
+    reads_live = (abs(affine.matrix) @ (~dead).astype(np.float64)) > 0.0
+    if reads_live.all():
+        return lower, upper
+    bias = affine.bias
+    return np.where(reads_live, lower, bias), np.where(reads_live, upper, bias)
 
 
 def hidden_range(

@@ -90,11 +90,13 @@ from lipopt.bounds.interval import (
     _switch,
     assembled,
     backward_interval,
+    dead_outputs,
     first_layer_bounds,
     forward_interval,
     hidden_range,
     interval_bounds,
     network_states,
+    pin_constant_rows,
     seed_bounds,
     slopes_of,
 )
@@ -204,6 +206,7 @@ def forward_linear(
         lo, hi = intersect(
             linear_layer(network, domain, k, lowers, uppers), (plain[0][k], plain[1][k])
         )
+        lo, hi = pin_constant_rows(affines[k], dead_outputs(network, k - 1, uppers[-1]), lo, hi)
         lowers.append(lo)
         uppers.append(hi)
     return lowers, uppers
