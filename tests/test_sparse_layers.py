@@ -150,12 +150,28 @@ def test_dense_up_to_a_size_keeps_the_larger_matrices_sparse():
     assert np.allclose(part.forward(x), net.forward(x), rtol=1e-12, atol=1e-12)
 
 
-def test_the_branch_and_bound_answers_alike_with_small_layers_dense():
+def test_the_branch_and_bound_answers_alike_with_small_layers_dense(monkeypatch):
     """The activation branch and bound on a network of two sparse (banded, 64 x 64) layers,
     with its node bounds on the sparse layers and on dense copies
-    (``ActivationBabOptions.dense_below``): both finish, with the same value, attained at
+    (``ActivationBabOptions.dense_below``): the children's bounds get the dense copy and the
+    sign-group bound the sparse layers; both runs finish, with the same value, attained at
     their witnesses, and no sampled gradient in the ball exceeds it."""
+    from lipopt.search import activation_bab as search  # noqa: PLC0415
     from lipopt.search.activation_bab import ActivationBabOptions, activation_bab  # noqa: PLC0415
+
+    seen: dict[str, set[tuple[bool, ...]]] = {"split_bounds": set(), "sign_group_bound": set()}
+
+    def recording(name):
+        original = getattr(search, name)
+
+        def record(network, *args, **kwargs):
+            seen[name].add(tuple(a.is_sparse for a in network.affine_layers))
+            return original(network, *args, **kwargs)
+
+        monkeypatch.setattr(search, name, record)
+
+    recording("split_bounds")
+    recording("sign_group_bound")
 
     rng = np.random.default_rng(5)
     first = Affine(_banded(64, 64, 5), 0.1 * rng.normal(size=64))
@@ -168,7 +184,11 @@ def test_the_branch_and_bound_answers_alike_with_small_layers_dense():
     outs = []
     for dense_below in (0, 1 << 16):
         options = ActivationBabOptions(sign_group=8, split_cuts=True, dense_below=dense_below)
+        for kept in seen.values():
+            kept.clear()
         out = activation_bab(net, ball, c, "linf", options=options)
+        node_layers = (False, False, False) if dense_below else (True, True, False)
+        assert seen == {"split_bounds": {node_layers}, "sign_group_bound": {(True, True, False)}}
         assert out.status == "optimal" and out.witness is not None and out.nodes > 0
         assert out.lower == pytest.approx(np.abs(net.gradients(out.witness, c)).sum(), rel=1e-9)
         outs.append(out)
@@ -176,3 +196,25 @@ def test_the_branch_and_bound_answers_alike_with_small_layers_dense():
     points = x + 0.15 * rng.uniform(-1.0, 1.0, size=(20_000, x.size))
     sampled = np.abs(net.gradients(points, c)).sum(axis=1).max()
     assert sampled <= outs[1].upper * (1.0 + 1e-9)
+
+
+def test_the_planned_branch_and_bound_takes_the_policys_dense_threshold():
+    from dataclasses import replace  # noqa: PLC0415
+
+    from lipopt.config import LEVER_DEFAULTS  # noqa: PLC0415
+    from lipopt.configure import configure  # noqa: PLC0415
+    from lipopt.plan import Facts, plan  # noqa: PLC0415
+    from lipopt.plan.nodes import ActivationBab  # noqa: PLC0415
+    from lipopt.policy import Policy  # noqa: PLC0415
+    from tests.helpers import random_network  # noqa: PLC0415
+
+    net = random_network(np.random.default_rng(0), [4, 6, 6, 2])
+    levers = {**LEVER_DEFAULTS, "time_limit": 60.0, "bab": True}
+    facts = Facts(2, True, frozenset({"highs", "scip"}))
+    for threshold in (Policy.current().bab_dense_max_entries, 123):
+        policy = replace(Policy.current(), bab_dense_max_entries=threshold)
+        query, config = configure(
+            net, LinfBall(np.full(4, 0.5), 0.1), "linf", (np.ones(2), None), levers, policy
+        )
+        node = plan(query, config, facts, policy)
+        assert isinstance(node, ActivationBab) and node.options.dense_below == threshold

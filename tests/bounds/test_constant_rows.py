@@ -14,7 +14,8 @@ from lipopt import Affine, Box, LinfBall, Network, ReLU, lipschitz
 from lipopt.activation import Activation
 from lipopt.bounds.constrained import split_bounds
 from lipopt.bounds.interval import NeuronState, interval_bounds
-from lipopt.bounds.linear import linear_bounds
+from lipopt.bounds.linear import forward_linear, linear_bounds
+from lipopt.bounds.lp import lp_bounds
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
 from lipopt.status import Status
 from tests import oracle
@@ -38,7 +39,8 @@ def test_rows_reading_only_dead_relus_are_pinned_in_every_forward_pass() -> None
     passes = {
         "interval": interval_bounds(net, BOX, c),
         "linear": linear_bounds(net, BOX, c),
-        "split": split_bounds(net, BOX, c, {}),
+        "lp": lp_bounds(net, BOX, c),
+        "split": split_bounds(net, BOX, c, {}),  # no parent: nothing pinned to intersect with
     }
     for name, bounds in passes.items():
         assert bounds is not None
@@ -49,11 +51,27 @@ def test_rows_reading_only_dead_relus_are_pinned_in_every_forward_pass() -> None
         assert bounds.unstable_count == 4, name  # two in each layer
 
 
-def test_a_split_that_contradicts_a_pinned_row_leaves_no_part() -> None:
-    """``z_{1,1} = 0.5`` everywhere: the part ``z_{1,1} <= 0`` is empty."""
+def test_the_linear_pass_pins_rows_itself() -> None:
+    """``forward_linear`` with a loose reference (the interval bounds widened by 1): its own
+    rows reading only the dead neuron are still exactly ``[0, 0]`` and ``[0.5, 0.5]``."""
     net = network_from_weights(WEIGHTS)
-    assert split_bounds(net, BOX, np.ones(1), {(1, 1): False}) is None
-    assert split_bounds(net, BOX, np.ones(1), {(1, 1): True}) is not None
+    plain = interval_bounds(net, BOX, np.ones(1))
+    loose = ([lo - 1.0 for lo in plain.pre_lower], [hi + 1.0 for hi in plain.pre_upper])
+    lowers, uppers = forward_linear(net, BOX, loose)
+    assert lowers[1][:2].tolist() == [0.0, 0.5] and uppers[1][:2].tolist() == [0.0, 0.5]
+
+
+def test_both_parts_of_a_split_on_a_zero_row_keep_it_at_zero() -> None:
+    """``z_{1,0} = 0`` everywhere: both ``z_{1,0} >= 0`` and ``z_{1,0} <= 0`` hold on the whole
+    box, so each part keeps it at ``[0, 0]``, inactive; with its pinned bias a row of
+    ``z_{1,1} = 0.5`` leaves no part where it is ``<= 0``."""
+    net, c = network_from_weights(WEIGHTS), np.ones(1)
+    for active in (True, False):
+        part = split_bounds(net, BOX, c, {(1, 0): active})
+        assert part is not None
+        assert (part.pre_lower[1][0], part.pre_upper[1][0]) == (0.0, 0.0)
+        assert part.states[1][0] == NeuronState.INACTIVE
+    assert split_bounds(net, BOX, c, {(1, 1): False}) is None
 
 
 def test_a_leaky_neuron_is_never_dead() -> None:
