@@ -55,11 +55,9 @@ from lipopt.bounds.interval import (
     _nonnegative_rows,
     assembled,
     backward_interval,
-    dead_outputs,
     first_layer_bounds,
     hidden_range,
     network_states,
-    pin_constant_rows,
     seed_bounds,
     slopes_of,
 )
@@ -141,8 +139,6 @@ def split_forward(
                 # sums of non-negative outputs with no negative weight: z >= 0
                 rows = _nonnegative_rows(affines[k])
                 computed = (np.where(rows, np.maximum(computed[0], 0.0), computed[0]), computed[1])
-            dead = dead_outputs(network, k - 1, uppers[-1])  # rows reading only them: z = b
-            computed = pin_constant_rows(affines[k], dead, *computed)
         clipped = _clip(computed[0], computed[1], grouped[k])
         if clipped is None:
             return None

@@ -169,7 +169,9 @@ def linear_layer(
     """Bounds on ``z_k`` (hidden layer ``k >= 1``) from bounds on ``z_0 .. z_{k-1}``.
 
     The intersection of the back-substituted linear bound (relaxations built from
-    ``lowers[:k]``, ``uppers[:k]``) and the interval step from ``[l_{k-1}, u_{k-1}]``.
+    ``lowers[:k]``, ``uppers[:k]``) and the interval step from ``[l_{k-1}, u_{k-1}]``; rows
+    that read only dead ReLUs of layer ``k - 1`` are their bias exactly
+    (:func:`~lipopt.bounds.interval.pin_constant_rows`).
     """
     affine = network.affine_layers[k]
     step = _affine_interval(
@@ -178,7 +180,8 @@ def linear_layer(
     relaxations = [
         activation_relaxation(lowers[j], uppers[j], layer_slopes(network, j)) for j in range(k)
     ]
-    return intersect(step, _forward_layer(network, domain, k, relaxations))
+    bounds = intersect(step, _forward_layer(network, domain, k, relaxations))
+    return pin_constant_rows(affine, dead_outputs(network, k - 1, uppers[k - 1]), *bounds)
 
 
 def forward_linear(
@@ -206,7 +209,6 @@ def forward_linear(
         lo, hi = intersect(
             linear_layer(network, domain, k, lowers, uppers), (plain[0][k], plain[1][k])
         )
-        lo, hi = pin_constant_rows(affines[k], dead_outputs(network, k - 1, uppers[-1]), lo, hi)
         lowers.append(lo)
         uppers.append(hi)
     return lowers, uppers

@@ -60,10 +60,8 @@ from lipopt.bounds.interval import (
     Seed,
     assembled,
     classify,
-    dead_outputs,
     interval_bounds,
     network_states,
-    pin_constant_rows,
     slopes_of,
 )
 from lipopt.bounds.linear import backward_linear, forward_linear, linear_layer
@@ -187,7 +185,6 @@ def tighten(
             layer_slopes(network, k - 1),
         )
         lo, hi = intersect((lowers[k], uppers[k]), linear_layer(network, domain, k, lowers, uppers))
-        lo, hi = pin_constant_rows(affines[k], dead_outputs(network, k - 1, uppers[k - 1]), lo, hi)
         weight, bias = affines[k].weight, affines[k].bias
         kinked = network.slopes[k] != 1.0  # an identity neuron never needs a binary
         unstable_before = int(np.count_nonzero((lo < 0) & (hi > 0) & kinked))
