@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt.bounds.back_substitution import back_substitute_rows
 from lipopt.bounds.concretise import _outward, _seed_range
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed, slopes_of
 from lipopt.bounds.jacobian_slopes import SlopeProblem, Thetas, search_slopes
@@ -187,6 +188,7 @@ def back_substitute(
     them, or one per objective row); the rounding allowance grows with the magnitude of every
     term summed (as in :mod:`linear`). ``objective``: rows on ``g`` to bound instead of the
     norm's own (each a linear function of ``g``, no constant: :mod:`lipopt.bounds.sign_groups`).
+    The layers are walked by :func:`~lipopt.bounds.back_substitution.back_substitute_rows`.
     """
     switch, theta = thetas
     if objective is None:
@@ -194,27 +196,7 @@ def back_substitute(
     else:
         coeffs = objective
         shift = magnitude = np.zeros(objective.shape[0])
-    coeffs = np.asarray(coeffs @ problem.matrices[0].T)
-    for k, (t_up, t_low) in enumerate(switch):
-        unstable, active = problem.unstable[k], problem.active[k]
-        low, up = problem.low[k], problem.up[k]
-        up_shift = unstable * np.maximum(-t_up * low, (1.0 - t_up) * up)
-        low_shift = unstable * np.minimum((1.0 - t_low) * low, -t_low * up)
-        alpha = problem.layer_slopes(k)
-        if alpha is None:  # ReLU: s = a y, the coefficient on s is the one on t
-            direct, pos, neg = None, np.maximum(coeffs, 0.0), np.minimum(coeffs, 0.0)
-        else:  # s = α y + (1 - α) t (exact: 1 active, α inactive)
-            direct = coeffs * np.where(active > 0.0, 1.0, alpha)
-            on_t = coeffs * (unstable * (1.0 - alpha))
-            pos, neg = np.maximum(on_t, 0.0), np.minimum(on_t, 0.0)
-        shift = shift + (pos * up_shift).sum(axis=1) + (neg * low_shift).sum(axis=1)
-        magnitude = magnitude + (pos * np.abs(up_shift)).sum(axis=1)
-        magnitude = magnitude - (neg * np.abs(low_shift)).sum(axis=1)
-        if direct is None:
-            relaxed = pos * (active + unstable * t_up) + neg * (active + unstable * t_low)
-        else:
-            relaxed = direct + pos * (unstable * t_up) + neg * (unstable * t_low)
-        coeffs = np.asarray(relaxed @ problem.matrices[k + 1].T)
+    coeffs, shift, magnitude = back_substitute_rows(problem, switch, coeffs, (shift, magnitude))
     _, hi, size = _seed_range(coeffs, problem.seed)
     return _outward(hi + shift, magnitude + size)
 
