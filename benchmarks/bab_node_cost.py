@@ -39,6 +39,8 @@ def _child(case: str, nodes: int, sign_group: int) -> None:
 
     from threadpoolctl import threadpool_limits
 
+    import lipopt  # first, from PYTHONPATH: bab_prefix_share puts this script's checkout first
+
     sys.path.insert(0, str(HERE))  # make() and its helpers use lipopt's public names only
     from bab_prefix_share import make
 
@@ -57,7 +59,9 @@ def _child(case: str, nodes: int, sign_group: int) -> None:
     began = time.perf_counter()
     found = activation_bab_on(Query(net, domain, InputNorm.LINF, c), options=options)
     seconds = time.perf_counter() - began
-    print(json.dumps({"upper": found.upper, "nodes": found.nodes, "seconds": seconds}))
+    where = str(Path(lipopt.__file__).resolve().parent)
+    print(json.dumps({"upper": found.upper, "nodes": found.nodes, "seconds": seconds,
+                      "lipopt": where}))  # fmt: skip
 
 
 def _run(tree: Path, case: str, nodes: int, sign_group: int) -> dict[str, float]:
@@ -66,8 +70,10 @@ def _run(tree: Path, case: str, nodes: int, sign_group: int) -> dict[str, float]
     script = str(Path(__file__).resolve())
     command = [sys.executable, script, "--child", case, str(nodes), str(sign_group)]
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
-    answer: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answer
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(answer.pop("lipopt")).is_relative_to(tree.resolve()):
+        raise SystemExit(f"the search imported lipopt from outside {tree}")
+    return {key: float(value) for key, value in answer.items()}
 
 
 def _row(case: str, trees: dict[str, Path], args: argparse.Namespace) -> str:
