@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Measured {run_stamp()}. Command: `python benchmarks/bab_node_cost.py --vs "
         f"{args.vs} --nodes {args.nodes} --repeats {args.repeats} --sign-group "
-        f"{args.sign_group}`.",
+        f"{args.sign_group} --cases {args.cases}`.",
         "",
         f"The search alone for {args.nodes} nodes (score branching, split cuts, no start "
         f"attack, no part MIPs, every margin LP, sign groups of {args.sign_group} entries "

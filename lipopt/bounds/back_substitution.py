@@ -19,7 +19,7 @@ compute these same sums; they differ only in which columns they carry:
   stable neurons first and the unstable ones after, applies the lines to the unstable block only,
   and multiplies by the weights' rows and columns of the kept neurons alone. Gathering those
   weights costs about one pass over each matrix per call, so it pays for many rows at once (the
-  sign-group bound's thousands), not for one (:data:`KEPT_COLUMNS_MIN_ROWS`).
+  sign-group bound's 2048 on 64 inputs), not for one (:data:`KEPT_COLUMNS_MIN_ROWS`).
 
 Each returns the coefficients on ``w`` (rows x outputs), the constants and the magnitudes of the
 constants' terms (for the outward rounding), the starting ``shift`` and ``magnitude`` added in.
@@ -43,9 +43,10 @@ Switches = Sequence[tuple[FloatArray, FloatArray]]
 Substituted = tuple[FloatArray, FloatArray, FloatArray]
 
 #: the fewest objective rows for which :func:`back_substitute_rows` takes
-#: :func:`kept_columns` (measured in benchmarks/results/back_substitution.md: below it the
-#: gathered weights cost more than the columns they save)
-KEPT_COLUMNS_MIN_ROWS = 256
+#: :func:`kept_columns` (benchmarks/results/back_substitution.md: on sign-group problems of the
+#: digits MLP and the bundled CNN the kept walk took 1.06× and 1.03× the time at 256 rows, 0.93×
+#: and 0.78× at 512; with fewer rows the gathered weights cost more than the columns they save)
+KEPT_COLUMNS_MIN_ROWS = 512
 
 
 def _row_dot(rows: FloatArray, weights: FloatArray) -> FloatArray:

@@ -5,6 +5,9 @@ the brute-force oracle's exact constant (ReLU); a layer of dead neurons; which k
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -12,9 +15,9 @@ from scipy import sparse
 import lipopt.bounds.back_substitution as kernels
 from lipopt.bounds.constrained import split_bounds
 from lipopt.bounds.jacobian import chord_switches, jacobian_norm_bound, slope_problem
+from lipopt.bounds.jacobian_slopes import SlopeProblem
 from lipopt.bounds.sign_groups import sign_group_bound
 from lipopt.domain import Box
-from lipopt.network import Affine, Network
 from lipopt.norms import InputNorm, OutputNorm
 from tests import oracle
 from tests.bounds.activation_cases import (
@@ -28,18 +31,17 @@ from tests.bounds.activation_cases import (
 from tests.helpers import network_from_weights
 
 
-def _sparse_copy(network: Network) -> Network:
-    """The same map with every weight matrix scipy sparse (CSR)."""
-    affines = [Affine(sparse.csr_array(a.matrix), a.bias) for a in network.affine_layers]
-    return Network.from_affines(affines, network.slopes)
-
-
-def _problem(case: int, seed_kind: str, sparse_weights: bool):
-    """Case ``case``'s two-piece network over an ℓ∞ ball, its root bounds' slope problem."""
-    network, _, _, domain, seed, *_ = sampled_case(case, "linf", seed_kind)
+def _problem(case: int, kind: str, seed_kind: str, sparse_weights: bool) -> SlopeProblem:
+    """Case ``case``'s network (``kind``: two-piece activations, or ReLU with the same weights)
+    over an ℓ∞ ball, its root bounds' slope problem; ``sparse_weights``: every matrix of the
+    problem as a scipy CSR array (the network's own are dense at these sizes)."""
+    network, weights, _, domain, seed, *_ = sampled_case(case, "linf", seed_kind)
+    if kind == "relu":
+        network = network_from_weights(weights)
+    problem = slope_problem(network, split_bounds(network, domain, seed, {}), seed, InputNorm.L1)
     if sparse_weights:
-        network = _sparse_copy(network)
-    return slope_problem(network, split_bounds(network, domain, seed, {}), seed, InputNorm.L1)
+        problem = replace(problem, matrices=tuple(sparse.csr_array(m) for m in problem.matrices))
+    return problem
 
 
 def _both(problem, switch, rows) -> list[tuple[np.ndarray, ...]]:
@@ -53,10 +55,15 @@ def _both(problem, switch, rows) -> list[tuple[np.ndarray, ...]]:
 
 @pytest.mark.parametrize("sparse_weights", [False, True])
 @pytest.mark.parametrize("seed_kind", ["c", "norm"])
+@pytest.mark.parametrize("kind", ["relu", "two-piece"])
 @pytest.mark.parametrize("case", range(len(WIDTHS) * 2))
-def test_the_kernels_give_the_same_sums(case: int, seed_kind: str, sparse_weights: bool) -> None:
+def test_the_kernels_give_the_same_sums(
+    case: int, kind: str, seed_kind: str, sparse_weights: bool
+) -> None:
     """Sign rows, random rows and the rows ±e_j; the chords broadcast and random lines per row."""
-    problem = _problem(case, seed_kind, sparse_weights)
+    problem = _problem(case, kind, seed_kind, sparse_weights)
+    assert sparse.issparse(problem.matrices[0]) == sparse_weights
+    assert (problem.slopes is None) == (kind == "relu")
     rng = np.random.default_rng(case)
     d = problem.g_low.shape[0]
     rows = np.vstack([rng.choice([-1.0, 1.0], size=(9, d)), rng.normal(size=(5, d)),
@@ -71,7 +78,7 @@ def test_the_kernels_give_the_same_sums(case: int, seed_kind: str, sparse_weight
             assert np.all(np.abs(a - b) <= 1e-12 * scale), (case, np.max(np.abs(a - b) / scale))
 
 
-def test_a_layer_of_dead_neurons_carries_nothing() -> None:
+def test_a_layer_of_dead_neurons_carries_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every neuron of the second hidden layer dead on the box: no column is kept there, and
     both kernels leave no coefficient on the seed and the same constants (layer 0's)."""
     rng = np.random.default_rng(4)
@@ -83,15 +90,28 @@ def test_a_layer_of_dead_neurons_carries_nothing() -> None:
     problem = slope_problem(net, split_bounds(net, box, c, {}), c, InputNorm.L1)
     assert not problem.active[1].any() and not problem.unstable[1].any()
     rows = rng.choice([-1.0, 1.0], size=(6, 3))
+    shapes: list[tuple[int, ...]] = []
+    real = kernels._gathered
+    monkeypatch.setattr(
+        kernels, "_gathered", lambda *a: (lambda m: (shapes.append(m.shape), m)[1])(real(*a))
+    )
     every, kept = _both(problem, chord_switches(problem), rows)
+    assert shapes[1][1] == 0 and shapes[2][0] == 0  # layer 1 carried no neuron, in nor out
     assert np.all(every[0] == 0.0) and np.all(kept[0] == 0.0)
     assert np.allclose(every[1], kept[1], rtol=1e-12, atol=0.0)
 
 
 @pytest.fixture
-def kept_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every back-substitution takes the kept-columns kernel, one row or many."""
+def kept_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every back-substitution takes the kept-columns kernel, one row or many; the test fails
+    if it never ran."""
     monkeypatch.setattr(kernels, "KEPT_COLUMNS_MIN_ROWS", 1)
+    calls: list[int] = []
+    real = kernels.kept_columns
+    monkeypatch.setattr(kernels, "kept_columns", lambda *a: (calls.append(1), real(*a))[1])
+    monkeypatch.setattr(kernels, "every_column", None)  # would raise if called
+    yield
+    assert calls, "the kept-columns kernel never ran"
 
 
 @pytest.mark.usefixtures("kept_everywhere")
