@@ -8,11 +8,11 @@ Each case (those of ``bab_prefix_share.py``: ``suite-net-radius-image``) runs th
 (:func:`lipopt.search.activation_bab.activation_bab_on`: score branching, the split cuts on,
 no start attack, no part MIPs, a margin LP on every node whose first layers are stable;
 ``--sign-group N``: the sign-group bound of groups of N entries on each node as it leaves the
-heap, as planned) for a
-fixed number of nodes, so both checkouts do the same work where their bounds are the same:
-the table shows the upper bound each reached, to check that. Each run is a fresh process with
-``PYTHONPATH`` and the working directory set to its checkout, on one BLAS thread; the two
-checkouts alternate, ``--repeats`` times each. Per case: the upper bound of each and the
+heap, as planned) for a fixed number of nodes, so both checkouts do the same work where their
+bounds are the same: the table shows the upper bound each reached, to check that. Each run is a
+fresh process with ``PYTHONPATH`` and the working directory set to its checkout (its lipopt
+imported first and checked to be that checkout's), on one BLAS thread; the two checkouts
+alternate, ``--repeats`` times each. Per case: the upper bound of each and the
 median seconds of each, and their ratio (this / before; below 1 is faster).
 """
 

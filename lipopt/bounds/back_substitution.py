@@ -21,8 +21,9 @@ compute these same sums; they differ only in which columns they carry:
   weights costs about one pass over each matrix per call, so it pays for many rows at once (the
   sign-group bound's 2048 on 64 inputs), not for one (:data:`KEPT_COLUMNS_MIN_ROWS`).
 
-Each returns the coefficients on ``w`` (rows x outputs), the constants and the magnitudes of the
-constants' terms (for the outward rounding), the starting ``shift`` and ``magnitude`` added in.
+Each returns the coefficients on ``w`` (rows x outputs) and adds the constants and the
+magnitudes of their terms (for the outward rounding) into its ``sums``;
+:func:`back_substitute_rows` picks the walk and returns all three.
 """
 
 from __future__ import annotations
