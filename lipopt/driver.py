@@ -99,6 +99,7 @@ class Driver:
         node = plan(query, config, here(ctx.policy, config, query), ctx.policy)
         if budget.reserve:  # the question a user asked (a sub-question never gets it)
             node = with_bab_after(node, query, config, ctx.policy)
+            load_for_solving(_has_l2_ball(query.domain), models=not _searches_first(node))
         return self.run(node, query, budget.for_strategies(ctx.policy), ctx)
 
 
@@ -115,6 +116,13 @@ def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
     if is_auto(config.solver) and uses_l2(query):
         picks.add(policy.auto_l2_solver)
     return facts_here(frozenset(picks))
+
+
+def _searches_first(node: Node) -> bool:
+    """The plan starts with the region search, not raced: no model is built before it stops
+    (then Pyomo is imported with the first model, :data:`lipopt.lazy.SEARCH_MODULES`)."""
+    first = node.first if isinstance(node, BabAfter) else node
+    return isinstance(first, RegionSearch) and first.race_now is None
 
 
 def _has_l2_ball(domain: Domain) -> bool:
@@ -149,7 +157,6 @@ def answer(
             f"{type(progress).__name__} {progress!r}"
         )
     started = time.perf_counter()
-    load_for_solving(_has_l2_ball(domain))
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)

@@ -181,6 +181,10 @@ BAB_DENSE_MAX_ENTRIES = 1 << 16
 #: region search was exact in 7.2, 3.7, 6.0 and 5.5 s (397, 1017, 416, 555); bab=True and
 #: split=False stayed open too (seed 0, on a loaded machine: [397, 939] and [397, 933])
 AUTO_REGIONS_ZERO_BIAS_SHARE = 1.0
+#: ... and elsewhere there the region search before the split, from this many inputs on or on at
+#: most this many neurons with a kink (benchmarks/regions_first.py, results/regions_first.md)
+AUTO_REGIONS_FIRST_MIN_DIM = 3
+AUTO_REGIONS_FIRST_MAX_HIDDEN = 48
 
 #: no-good-cut re-solves of one part's MIP in the activation branch and bound (a part whose
 #: optimum is still lower-dimensional after them keeps its proven bound, unclosed)
@@ -224,10 +228,8 @@ BAB_RACE_MIN_INPUTS = 32
 
 #: the least share of the time limit the solver is given after the bounds and the build
 MIN_SOLVE_SHARE = 0.01
-
 #: fewer seconds than this left after the probe: no race (the racers would start from scratch)
 MIN_RACE_SECONDS = 1.0
-
 #: ``split_leader``: the least time the split of the leader must have after the decision, or
 #: the racers run to the end. The split restarts the leader from scratch, and a split pays from
 #: solves of about 100 s (docs/performance.md): with less time left, racing on keeps the better
@@ -243,14 +245,12 @@ CUTOFF_OPTIONS: dict[str, dict[str, Any]] = registry.CUTOFF_OPTIONS
 #: (numpy, about 10 ms), of which the best few are verified as witnesses
 DECOMPOSE_SAMPLES = 2000
 DECOMPOSE_VERIFIED = 4
-
 #: how long past its limit a step waits for its worker processes (the race's racers, the pieces
 #: of a union) before stopping them and answering with what it has: this share of the limit
 #: plus these seconds. The racers stop their own solves at the limit; the wait covers sending
 #: their answers back. (It was 30 s: a [2000,2000,1] unit box with a 20 s limit took 52 s.)
 LIMIT_SLACK_SHARE = 0.05
 LIMIT_SLACK_SECONDS = 1.0
-
 #: seconds of a query's time limit kept back from its strategies for the work after them
 #: (finding an attained value where none was, checking the witness's region, the result): this
 #: share of the limit, at most FINISH_RESERVE_SECONDS. A [2000,2000,1] ball under a 20 s limit
@@ -263,7 +263,6 @@ FINISH_RESERVE_SECONDS = 2.0
 #: answer is the bounds' (measured for both formulations on unit boxes: [200,500,500,1]
 #: 1.1-1.2 s and [2000,2000,1] 13.4-14.7 s, 3.4e-6 s per weight)
 BUILD_SECONDS_PER_WEIGHT = 3.5e-6
-
 #: HiGHS's MIP presolve does not stop at the time limit: on the forward model of
 #: [200,500,500,1] (1.07 M nonzeros) it took 13.6 s under a 1 s limit and reduced nothing;
 #: without it the same solve stopped after 3.0 s with a proven bound. With a time limit, where
@@ -305,7 +304,6 @@ BALANCE_RATIO = 2.0**16
 #: try cover a worker lost for reasons of its own; a query that kills its worker three times is
 #: not going to finish
 BATCH_ATTEMPTS = 3
-
 #: batches: seconds between progress lines when stderr is not a terminal (a log file: a line
 #: per finished query would flood it for small queries, and none for an hour would look dead)
 BATCH_PROGRESS_SECONDS = 10.0
@@ -355,6 +353,8 @@ class Policy:
     bab_sign_group_min_gain: float
     bab_dense_max_entries: int
     auto_regions_zero_bias_share: float
+    auto_regions_first_min_dim: int
+    auto_regions_first_max_hidden: int
     bab_part_refinements: int
     bab_after_share: float
     min_bab_seconds: float

@@ -8,7 +8,8 @@ tested on its own. The decisions, in order:
    which the region search answers alone (where it applies and ``regions="auto"``; in so few
    dimensions the regions are few);
    ``decompose="auto"``: decompose the ℓ1 objective from ``auto_decompose_min_dim`` inputs
-   (never for the forward model); ``regions="auto"`` is off where the domain is split.
+   (never for the forward model); ``regions="auto"`` is off where the domain is split, except
+   before a split of ``split="auto"`` where :func:`searches_first` (then not raced).
 2. The region search where asked (``True``), or tried first (``"auto"``: exact mode, a fixed
    c, a box or ℓ∞ ball), with the rest of the plan as its fallback, and where the formulations
    race, the race at once as its guard for problems that look hard.
@@ -71,6 +72,8 @@ def plan(query: Query, config: SolveConfig, facts: Facts, policy: Policy) -> Nod
         if config.regions != "auto":
             return RegionSearch(options, config.bounds)
         fallback = plan(query, config.but(regions=False), facts, policy)
+        # before a domain split (low dimension) the search runs alone: no race on the whole box
+        racing = racing and not isinstance(fallback, DomainSplit)
         race_now = _race(config, facts, policy, False, query) if racing else None
         return RegionSearch(options, config.bounds, fallback, race_now)
     if config.split and config.exact and isinstance(query.domain, (Box, LinfBall)):
@@ -131,15 +134,27 @@ def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
     if split == regions == "auto" and low_dim and degenerate(query, policy):
         if regions_applicable(config, query):  # the region search alone: a weak MIP here
             split, regions = False, True
+    search_first = split == regions == "auto" and low_dim and searches_first(query, policy)
     if split == "auto":
         split = query.network.input_dim <= policy.auto_split_max_dim
     if decompose == "auto":
         decompose = query.network.input_dim >= policy.auto_decompose_min_dim
     if config.formulation is Formulation.FORWARD:
         decompose = False  # the forward model has no selection binaries to remove
-    if regions == "auto" and split:
+    if regions == "auto" and split and not search_first:
         regions = False  # low dimension: domain splitting already isolates the regions
     return config.but(split=split, decompose=decompose, regions=regions)
+
+
+def searches_first(query: Query, policy: Policy) -> bool:
+    """Low dimension: the region search before the domain split, from
+    ``auto_regions_first_min_dim`` inputs on or with at most ``auto_regions_first_max_hidden``
+    neurons with a kink."""
+    network = query.network
+    return (
+        network.input_dim >= policy.auto_regions_first_min_dim
+        or network.kinked_count <= policy.auto_regions_first_max_hidden
+    )
 
 
 def degenerate(query: Query, policy: Policy) -> bool:

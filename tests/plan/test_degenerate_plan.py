@@ -39,15 +39,13 @@ def test_a_degenerate_network_in_few_dimensions_gets_the_region_search_alone():
     assert isinstance(node, RegionSearch) and node.fallback is None
 
 
-@pytest.mark.parametrize(
-    "net, levers",
-    [
-        (_network([3, 24, 24, 1], 0, zero_bias=False), {}),  # general position: as before
-        (_network([3, 24, 24, 1], 0), {"split": True}),  # the user's choice stands
-    ],
-)
-def test_elsewhere_the_plan_is_unchanged(net, levers):
-    assert isinstance(_plan(net, **levers), DomainSplit)
+def test_the_users_split_stands():
+    assert isinstance(_plan(_network([3, 24, 24, 1], 0), split=True), DomainSplit)
+
+
+def test_in_general_position_the_split_follows_the_search():
+    node = _plan(_network([3, 24, 24, 1], 0, zero_bias=False))  # tests/plan/test_regions_first.py
+    assert isinstance(node, RegionSearch) and isinstance(node.fallback, DomainSplit)
 
 
 def test_many_inputs_keep_their_plan():

@@ -221,14 +221,17 @@ def test_region_search_refuses_l1_balls():
         lipschitz(net, L1Ball([0.0, 0.0], 1.0), regions=True)
 
 
-def test_auto_region_search_runs_only_where_the_domain_is_not_split():
+def test_auto_region_search_runs_before_a_split_only_where_the_policy_says(monkeypatch):
+    from lipopt import policy
     from lipopt.policy import AUTO_SPLIT_MAX_DIM
 
+    monkeypatch.setattr(policy, "AUTO_REGIONS_FIRST_MIN_DIM", AUTO_SPLIT_MAX_DIM + 1)
+    monkeypatch.setattr(policy, "AUTO_REGIONS_FIRST_MAX_HIDDEN", 5)
     rng = np.random.default_rng(5)
-    for d in (AUTO_SPLIT_MAX_DIM, AUTO_SPLIT_MAX_DIM + 1):
-        net = random_network(rng, [d, 6, 1])
+    for d, width in ((AUTO_SPLIT_MAX_DIM, 6), (AUTO_SPLIT_MAX_DIM, 5), (AUTO_SPLIT_MAX_DIM + 1, 6)):
+        net = random_network(rng, [d, width, 1])
         res = lipschitz(net, Box(np.zeros(d), np.ones(d)), "linf")
-        assert ("regions" in res.timings) == (d > AUTO_SPLIT_MAX_DIM)
+        assert ("regions" in res.timings) == (d > AUTO_SPLIT_MAX_DIM or width <= 5)
         off = lipschitz(net, Box(np.zeros(d), np.ones(d)), "linf", regions=False)
         assert "regions" not in off.timings
         assert off.value == pytest.approx(res.value, rel=1e-6)
