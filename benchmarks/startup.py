@@ -71,15 +71,14 @@ def child_env(tree: Path) -> dict[str, str]:
 
 
 #: the imports of a small solve, each row adding one package to those above it (SciPy's
-#: stats, integrate and spatial deferred before Pyomo is imported, as a solve does them;
-#: scipy.optimize no longer: the margin LP goes to highspy, lipopt/highs_lp.py)
+#: stats, integrate and spatial deferred, as a solve does; scipy.optimize no longer: the margin
+#: LP goes to highspy, lipopt/highs_lp.py; Pyomo no longer: the [2,8,8,1] solve is the region
+#: search's, which builds no model, planner.searches_first)
 FLOOR = (
     ("python (no import)", "pass"),
     ("+ numpy", "import numpy"),
-    ("+ scipy.sparse (Pyomo's standard form, lipopt.domain)",
+    ("+ scipy.sparse (lipopt.domain, the ONNX reader, the bounds)",
      "import lipopt.lazy; lipopt.lazy.defer_scipy_extras(); import scipy.sparse"),
-    ("+ pyomo.core and its standard-form compiler", "import pyomo.core, "
-     "pyomo.repn.plugins.standard_form"),
     ("+ highspy", "import highspy"),
     ("+ onnx", "import onnx"),
     ("+ lipopt's modules of a solve", "import lipopt.cli.solve"),
