@@ -66,11 +66,12 @@ def test_the_public_names_resolve_on_first_use():
     assert out.split() == ["True", "True", "True", "Box", "True"]
 
 
-def test_a_small_solve_loads_only_what_it_runs(tmp_path: Path):
-    model = save_onnx(random_network(np.random.default_rng(0), [2, 8, 8, 1]), tmp_path / "t.onnx")
-    out = _run(
-        f"""
+def _solve_then(model: Path, setup: str, report: str) -> str:
+    """Code that runs ``setup``, then ``lipopt solve model --box 0,1`` (which must be exact),
+    then ``report`` (its indentation that of this string's lines)."""
+    return f"""
         import contextlib, io, runpy, sys
+        {setup}
         sys.argv = ["lipopt", "solve", {str(model)!r}, "--box", "0,1", "--json"]
         answer = io.StringIO()
         with contextlib.redirect_stdout(answer):
@@ -79,7 +80,33 @@ def test_a_small_solve_loads_only_what_it_runs(tmp_path: Path):
             except SystemExit as stop:
                 assert stop.code == 0, stop.code
         assert '"status": "optimal"' in answer.getvalue(), answer.getvalue()
-        print([m for m in {NOT_FOR_A_SOLVE!r} if m in sys.modules])
+        {report}
         """
-    )
-    assert out.strip() == "[]"
+
+
+def test_a_small_solve_loads_only_what_it_runs(tmp_path: Path):
+    model = save_onnx(random_network(np.random.default_rng(0), [2, 8, 8, 1]), tmp_path / "t.onnx")
+    report = f"print([m for m in {NOT_FOR_A_SOLVE!r} if m in sys.modules])"
+    assert _run(_solve_then(model, "", report)).strip() == "[]"
+
+
+#: what a solve printed of Pyomo and SciPy's deferred extras: those it imported for real
+LOADED_FOR_REAL = (
+    "from lipopt.lazy import _Unloaded; "
+    "print([m for m in ('pyomo.core', 'scipy.stats') "
+    "if m in sys.modules and not isinstance(sys.modules[m], _Unloaded)])"
+)
+
+
+def test_a_small_solve_answered_by_the_region_search_loads_no_pyomo(tmp_path: Path):
+    """The [2,8,8,1] plan searches the regions before any split (planner.searches_first); the
+    search finishes, no model is built, and Pyomo stays unloaded (lazy.SEARCH_MODULES)."""
+    model = save_onnx(random_network(np.random.default_rng(0), [2, 8, 8, 1]), tmp_path / "t.onnx")
+    assert _run(_solve_then(model, "", LOADED_FOR_REAL)).strip() == "[]"
+
+
+def test_the_split_after_a_stopped_search_loads_pyomo_but_not_scipys_extras(tmp_path: Path):
+    model = save_onnx(random_network(np.random.default_rng(0), [2, 8, 8, 1]), tmp_path / "t.onnx")
+    setup = "from lipopt import policy; policy.AUTO_REGION_NODES = 1; "
+    setup += "policy.AUTO_REGION_NODES_FEW_UNSTABLE = 1"
+    assert _run(_solve_then(model, setup, LOADED_FOR_REAL)).strip() == "['pyomo.core']"

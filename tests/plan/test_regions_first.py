@@ -1,15 +1,9 @@
 """In few dimensions the region search runs before the domain split where the policy says so
 (``AUTO_REGIONS_FIRST_MIN_DIM``, ``AUTO_REGIONS_FIRST_MAX_HIDDEN``; benchmarks/regions_first.py):
 the rule's reach, answers against the brute-force oracle both when the search finishes and when
-it stops and the split answers, and what a small solve loads (no Pyomo when no model is built)."""
+it stops and the split answers (what such a small solve loads: tests/test_startup.py)."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +16,7 @@ from lipopt.network import Network
 from lipopt.plan import DomainSplit, RegionSearch, facts_here, plan
 from lipopt.policy import Policy
 from tests import oracle
-from tests.helpers import random_network, save_onnx
+from tests.helpers import random_network
 
 
 def _net(widths: list[int], seed: int = 0) -> Network:
@@ -112,42 +106,3 @@ def test_a_stopped_search_leaves_the_answer_to_the_split(monkeypatch, seed):
     assert result.status == "optimal"
     assert result.model_stats["parts"] >= 1  # the split answered
     assert result.value == pytest.approx(_truth(net, box, [1.0]), rel=1e-6, abs=1e-9)
-
-
-def _loaded_after_solve(model: Path, nodes: int | None) -> list[str]:
-    """``lipopt solve`` in a fresh process (the search's node budgets set to ``nodes``): which of
-    Pyomo and SciPy's deferred extras it loaded for real."""
-    patch = "" if nodes is None else f"policy.AUTO_REGION_NODES = {nodes}"
-    patch += "" if nodes is None else f"; policy.AUTO_REGION_NODES_FEW_UNSTABLE = {nodes}"
-    code = f"""
-        import contextlib, io, json, runpy, sys
-        from lipopt import policy
-        {patch}
-        sys.argv = ["lipopt", "solve", {str(model)!r}, "--box", "0,1", "--json"]
-        answer = io.StringIO()
-        with contextlib.redirect_stdout(answer):
-            try:
-                runpy.run_module("lipopt.cli", run_name="__main__")
-            except SystemExit as stop:
-                assert stop.code == 0, stop.code
-        assert '"status": "optimal"' in answer.getvalue(), answer.getvalue()
-        from lipopt.lazy import _Unloaded
-        real = [m for m in ("pyomo.core", "scipy.stats") if m in sys.modules
-                and not isinstance(sys.modules[m], _Unloaded)]
-        print(json.dumps(real))
-        """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def test_a_small_solve_answered_by_the_search_loads_no_pyomo(tmp_path: Path):
-    model = save_onnx(_net([2, 8, 8, 1]), tmp_path / "t.onnx")
-    assert _loaded_after_solve(model, None) == []
-
-
-def test_the_split_after_a_stopped_search_loads_pyomo_but_not_scipys_extras(tmp_path: Path):
-    model = save_onnx(_net([2, 8, 8, 1]), tmp_path / "t.onnx")
-    assert _loaded_after_solve(model, 1) == ["pyomo.core"]
