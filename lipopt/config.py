@@ -160,14 +160,15 @@ class SolveConfig:
             "projects more than 100 000 nodes in all) and hands over to the MIP if it has not "
             "finished, sharing `--time-limit` and keeping the better bounds of the two; where "
             "the domain is split (boxes of at most 4 inputs) it runs so before the split on 3 "
-            "or 4 inputs and on 2 with at most 48 hidden neurons, and not at all on larger "
-            "2-input networks; `--no-regions` skips it"
+            "or 4 inputs and on 2 with at most 48 neurons with a kink, and not at all on "
+            "larger 2-input networks; `--no-regions` skips it"
         ),
-        shown="on for at most 4000 / 60 000 nodes, before a split only where it measured faster",
+        shown="on for at most 4000 / 60 000 nodes; before a split on 3-4 inputs, or 2 with <= 48 "
+        "kinked neurons",
         help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
         off="skip the region search (default: try it for 4000 nodes (fewer if it projects "
         "more than 100000), 60000 if under 90%% of neurons are unstable, then the MIP or the "
-        "domain split; before a split only on 3-4 inputs or 2 with <= 48 hidden neurons)",
+        "domain split; before a split only on 3-4 inputs or 2 with <= 48 kinked neurons)",
     )  # fmt: skip
     formulation: Formulation | None = option(
         "auto", kind=Kind.CHOICE, group=Group.SPEED, choices=("auto", "backward", "forward"),

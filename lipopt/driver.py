@@ -20,7 +20,7 @@ from lipopt.configure import configure
 from lipopt.domain import Disjunction, Domain, L2Ball, ball_part
 from lipopt.heuristics.witness import Witness
 from lipopt.kinks import is_inside_a_region
-from lipopt.lazy import load_for_solving
+from lipopt.lazy import defer_scipy_extras, load_for_solving
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 from lipopt.plan import DomainSplit, Facts, Mip, Node, Race, RegionSearch, facts_here, plan
@@ -99,7 +99,7 @@ class Driver:
         node = plan(query, config, here(ctx.policy, config, query), ctx.policy)
         if budget.reserve:  # the question a user asked (a sub-question never gets it)
             node = with_bab_after(node, query, config, ctx.policy)
-            load_for_solving(_has_l2_ball(query.domain), models=not _searches_first(node))
+            load_for_solving(_has_l2_ball(query.domain), models=not _starts_with_search(node))
         return self.run(node, query, budget.for_strategies(ctx.policy), ctx)
 
 
@@ -118,11 +118,10 @@ def here(policy: Policy, config: SolveConfig, query: Query) -> Facts:
     return facts_here(frozenset(picks))
 
 
-def _searches_first(node: Node) -> bool:
-    """The plan starts with the region search, not raced: no model is built before it stops
-    (then Pyomo is imported with the first model, :data:`lipopt.lazy.SEARCH_MODULES`)."""
-    first = node.first if isinstance(node, BabAfter) else node
-    return isinstance(first, RegionSearch) and first.race_now is None
+def _starts_with_search(node: Node) -> bool:
+    """The plan is the region search, not raced: no model is built before it stops (then
+    Pyomo is imported with the first model, :data:`lipopt.lazy.SEARCH_MODULES`)."""
+    return isinstance(node, RegionSearch) and node.race_now is None
 
 
 def _has_l2_ball(domain: Domain) -> bool:
@@ -157,6 +156,7 @@ def answer(
             f"{type(progress).__name__} {progress!r}"
         )
     started = time.perf_counter()
+    defer_scipy_extras()  # before a solver check imports Pyomo (Gurobi's does), loading after
     policy = Policy.current()
     levers = {**LEVER_DEFAULTS, **levers}
     query, config = configure(network, domain, norm, objective_args, levers, policy)
@@ -240,7 +240,7 @@ def solve_entry(
     """A racer's question as :func:`lipopt.lipschitz`'s keywords (with ``norm`` and ``c``),
     silently, its MIPs reporting to ``stop`` (what a race's racer runs)."""
     arguments = {k: v for k, v in entry.items() if k not in ("norm", "c", "output_norm")}
-    load_for_solving(_has_l2_ball(domain))
+    load_for_solving(_has_l2_ball(domain))  # before configure, whose solver checks may import
     policy = Policy.current()
     query, config = configure(
         network, domain, entry.get("norm", "linf"), (entry.get("c"), entry.get("output_norm")),

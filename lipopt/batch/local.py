@@ -39,7 +39,11 @@ def _own_output_lock() -> None:
     """Pyomo guards its output capture with a process-shared lock, a named semaphore that
     multiprocessing's resource tracker (shared with the parent) reports as leaked when a
     worker is killed mid-query. A worker never forks and solves on one thread, so a thread
-    lock does; the shared one is released (and unregistered) now."""
+    lock does; the shared one is released (and unregistered) now. SciPy's extras are deferred
+    first, as a solve's loading does (else Pyomo's import here loads them: about 1 s)."""
+    from lipopt.lazy import defer_scipy_extras
+
+    defer_scipy_extras()
     from pyomo.common import dependencies
 
     dependencies.multiprocessing.Lock  # noqa: B018 - resolves Pyomo's deferred import first

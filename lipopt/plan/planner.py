@@ -134,7 +134,8 @@ def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
     if split == regions == "auto" and low_dim and degenerate(query, policy):
         if regions_applicable(config, query):  # the region search alone: a weak MIP here
             split, regions = False, True
-    search_first = split == regions == "auto" and low_dim and searches_first(query, policy)
+    splits = low_dim and isinstance(query.domain, (Box, LinfBall))  # where the split applies
+    search_first = split == regions == "auto" and splits and searches_first(query, policy)
     if split == "auto":
         split = query.network.input_dim <= policy.auto_split_max_dim
     if decompose == "auto":

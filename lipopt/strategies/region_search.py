@@ -13,7 +13,7 @@ import numpy as np
 from lipopt.bounds import propagate
 from lipopt.bracket import Bracket, add_timings, closed
 from lipopt.domain import Box, LinfBall, Polytope
-from lipopt.plan.nodes import Race, RegionSearch
+from lipopt.plan.nodes import DomainSplit, Race, RegionSearch
 from lipopt.progress import Say, counted
 from lipopt.query import Query
 from lipopt.search.regions import RegionOptions, search_regions
@@ -77,9 +77,15 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
         except SolverError as err:
             if not np.isfinite(found.upper):
                 raise
-            return kept_after(_searched(found, unstable, timings), err, say, "the MIP after it")
-        return with_region_bounds(result, found, timings)
+            after = f"the {_fallback_name(node)} after it"
+            return kept_after(_searched(found, unstable, timings), err, say, after)
+        return with_region_bounds(result, found, timings, _fallback_name(node))
     return _searched(found, unstable, timings)
+
+
+def _fallback_name(node: RegionSearch) -> str:
+    """What answers after an unfinished search, as its messages name it."""
+    return "domain split" if isinstance(node.fallback, DomainSplit) else "MIP"
 
 
 def _bab_races(race: Race | None, unstable: int) -> bool:
@@ -148,9 +154,12 @@ def _searched(found: Found, unstable: int, timings: dict[str, float]) -> Bracket
     )
 
 
-def with_region_bounds(result: Bracket, found: Found, timings: dict[str, float]) -> Bracket:
-    """The MIP's answer, improved by what the unfinished region search proved: both upper
-    bounds are certified (keep the smaller), both lower bounds attained (keep the larger)."""
+def with_region_bounds(
+    result: Bracket, found: Found, timings: dict[str, float], after: str = "MIP"
+) -> Bracket:
+    """The fallback's answer (``after``: the MIP or the domain split), improved by what the
+    unfinished region search proved: both upper bounds are certified (keep the smaller), both
+    lower bounds attained (keep the larger)."""
     upper = min(result.upper, found.upper)
     lower, witness = result.lower, result.witness
     if found.witness is not None and (lower is None or found.lower > lower):
@@ -163,7 +172,7 @@ def with_region_bounds(result: Bracket, found: Found, timings: dict[str, float])
         Status.TIME_LIMIT: "stopped at the time limit",
         Status.GAP_LIMIT: "stopped at the gap limit",
     }.get(result.status, f"ended with status {result.status}")
-    note = f"region search stopped after {found.nodes} nodes; the MIP took over and {ending}"
+    note = f"region search stopped after {found.nodes} nodes; the {after} took over and {ending}"
     return replace(
         result,
         upper=upper,

@@ -59,6 +59,16 @@ def test_elsewhere_the_split_alone(widths, levers):
     assert isinstance(_plan(_net(widths), **levers), DomainSplit)
 
 
+def test_a_polytope_keeps_its_plan():
+    """The split takes boxes and ℓ∞ balls: over a polytope the rule does not apply."""
+    net = _net([2, 8, 8, 1])
+    polytope = lipopt.Polytope(np.array([[1.0, 1.0]]), np.array([1.0]), np.zeros(2), np.ones(2))
+    policy = Policy.current()
+    query, config = configure(net, polytope, "linf", (None, None), LEVER_DEFAULTS, policy)
+    node = plan(query, config, facts_here(frozenset({"scip"})), policy)
+    assert not isinstance(node, RegionSearch)  # as before: regions off in low dimension
+
+
 def test_the_rule_reads_the_policy():
     never = Policy.current().__class__(
         **{
@@ -104,5 +114,7 @@ def test_a_stopped_search_leaves_the_answer_to_the_split(monkeypatch, seed):
     box = lipopt.Box(np.zeros(3), np.ones(3))
     result = lipopt.lipschitz(net, box)
     assert result.status == "optimal"
+    assert "regions" in result.timings  # the search ran first
     assert result.model_stats["parts"] >= 1  # the split answered
+    assert "region search stopped after 1 nodes; the domain split took over" in result.message
     assert result.value == pytest.approx(_truth(net, box, [1.0]), rel=1e-6, abs=1e-9)
