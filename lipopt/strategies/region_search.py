@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from lipopt.bounds import propagate
-from lipopt.bracket import Bracket, add_timings, closed
+from lipopt.bracket import Bracket, add_timings, closed, contradicts, wrong_bound
 from lipopt.domain import Box, LinfBall, Polytope
 from lipopt.plan.nodes import DomainSplit, Race, RegionSearch
 from lipopt.progress import Say, counted
@@ -159,26 +159,31 @@ def with_region_bounds(
 ) -> Bracket:
     """The fallback's answer (``after``: the MIP or the domain split), improved by what the
     unfinished region search proved: both upper bounds are certified (keep the smaller), both
-    lower bounds attained (keep the larger)."""
-    upper = min(result.upper, found.upper)
+    lower bounds attained (keep the larger). An upper bound below the value the other attained
+    is wrong and takes no part (as in :func:`lipopt.bracket.meet`); both wrong: a solver error."""
     lower, witness = result.lower, result.witness
     if found.witness is not None and (lower is None or found.lower > lower):
         lower, witness = found.lower, found.witness
+    bounds = (result.upper, found.upper)
+    sound = [u for u in bounds if lower is None or not contradicts(u, lower)]
+    upper = min(sound or bounds)
     if lower is not None:
         upper = max(upper, lower)
-    met = closed(upper, lower)
+    met = closed(upper, lower) and bool(sound)
     ending = {
         Status.OPTIMAL: "finished",
         Status.TIME_LIMIT: "stopped at the time limit",
         Status.GAP_LIMIT: "stopped at the gap limit",
     }.get(result.status, f"ended with status {result.status}")
     note = f"region search stopped after {found.nodes} nodes; the {after} took over and {ending}"
+    if not sound and lower is not None:  # every bound is below the attained value
+        note = f"{note}; {wrong_bound(result.solver, min(bounds), lower)}"
     return replace(
         result,
         upper=upper,
         lower=lower,
         witness=witness,
-        status=Status.OPTIMAL if met else result.status,
+        status=Status.OPTIMAL if met else result.status if sound else Status.SOLVER_ERROR,
         exact_certified=result.exact_certified or (met and witness is found.witness),
         timings=add_timings(result.timings, timings),
         message=f"{result.message}; {note}" if result.message else note,

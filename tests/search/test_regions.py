@@ -323,3 +323,26 @@ def test_handover_note_says_how_the_mip_ended(mip_status, lower, ending, status)
     assert merged.message.endswith(f"region search stopped after 4000 nodes; {ending}")
     assert merged.status == status and merged.timings == {"solve": 1.0, "regions": 2.5}
     assert merged.lower == max(lower, 1.5)  # the better attained value of the two
+
+
+@pytest.mark.parametrize(
+    "mip_upper, mip_lower, upper, status",
+    [
+        (2.0, 1.0, 3.2, "time_limit"),  # the MIP's bound is below the search's 3.0: dropped
+        (3.5, 3.4, 3.5, "time_limit"),  # the search's 3.2 is below the MIP's 3.4: dropped
+        (2.0, 4.0, 4.0, "solver_error"),  # both below the MIP's attained 4.0: neither trusted
+    ],
+)
+def test_a_bound_below_the_others_attained_value_takes_no_part(mip_upper, mip_lower, upper, status):
+    from lipopt.search.regions import RegionSearch
+
+    mip = lipschitz_module.LipschitzResult(
+        value=mip_upper, lower=mip_lower, upper=mip_upper, status="time_limit",
+        witness=np.zeros(2), exact_certified=False, model_stats={}, timings={}, solver="highs",
+        norm="linf", c=None,
+    )  # fmt: skip
+    found = RegionSearch(3.0, np.ones(2), 3.2, False, 4000, 4000, 10, 2.5)
+    merged = region_strategy.with_region_bounds(mip, found, {"regions": 2.5})
+    assert merged.upper == pytest.approx(upper) and merged.lower == max(mip_lower, 3.0)
+    assert merged.status == status
+    assert ("not used" in merged.message) == (status == "solver_error")
