@@ -84,9 +84,9 @@ def lazy_module(name: str) -> ModuleType:
 #: stages count the solve, not the loading (``import lipopt`` loaded them before issue 26)
 SOLVE_MODULES = (PYOMO, "pyomo.repn.plugins.standard_form", "scipy.sparse", "highspy")
 #: what a plan that starts with the region search uses before any model (its LPs go to highspy
-#: directly): Pyomo (0.13 s of a 0.75 s small solve here, issue 45 item 6) is then imported
-#: by the first model built, if the search leaves one to build
-SEARCH_MODULES = ("scipy.sparse", "highspy")
+#: directly): the above but Pyomo (0.13 s of a 0.75 s small solve here, issue 45 item 6), which
+#: the first model built imports, if the search leaves one to build
+SEARCH_MODULES = tuple(name for name in SOLVE_MODULES if name.split(".")[0] != "pyomo")
 #: what a solve over an ℓ2 ball uses too: ``scipy.optimize`` (~0.3 s), for the margin's
 #: least-norm points (``nnls``); the other margin LPs go to ``highspy`` directly
 BALL_MODULES = ("scipy.optimize",)

@@ -137,7 +137,7 @@ def _resolved(query: Query, config: SolveConfig, policy: Policy) -> SolveConfig:
     splits = low_dim and isinstance(query.domain, (Box, LinfBall))  # where the split applies
     search_first = split == regions == "auto" and splits and searches_first(query, policy)
     if split == "auto":
-        split = query.network.input_dim <= policy.auto_split_max_dim
+        split = low_dim
     if decompose == "auto":
         decompose = query.network.input_dim >= policy.auto_decompose_min_dim
     if config.formulation is Formulation.FORWARD:
