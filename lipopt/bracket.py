@@ -95,21 +95,51 @@ def wrong_bound(solver: str, upper: float, lower: float) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Settled:
+    """Several proven upper bounds of one question met with the best value attained for it.
+
+    Attributes:
+        trusted: the indices of the bounds the attained value does not :func:`contradicts`
+            (such a bound is wrong, not rounded, and takes no part); every index where every
+            bound is contradicted.
+        sound: whether any bound is trusted.
+        upper: the least trusted bound, raised to the attained value (within the tolerance).
+        met: sound, and ``upper`` is :func:`closed` on the attained value.
+    """
+
+    trusted: tuple[int, ...]
+    sound: bool
+    upper: float
+    met: bool
+
+
+def settle(uppers: list[float], lower: float | None) -> Settled:
+    """The rule every meet of certificates applies (:class:`Settled`): ``lower`` attained, so the
+    constant is at least ``lower``; an upper bound below it by more than the tolerance is wrong."""
+    trusted = tuple(i for i, u in enumerate(uppers) if lower is None or not contradicts(u, lower))
+    sound = bool(trusted)
+    kept = trusted if sound else tuple(range(len(uppers)))
+    upper = min(uppers[i] for i in kept)
+    if lower is not None:
+        upper = max(upper, lower)
+    return Settled(kept, sound, upper, sound and closed(upper, lower))
+
+
 def meet(results: list[Any]) -> Any:
     """One answer from several certified answers to the same question: the smallest upper bound,
-    the largest attained lower bound (and its witness); optimal when they meet."""
+    the largest attained lower bound (and its witness); optimal when they meet (:func:`settle`)."""
     # ties go to a finished (optimal or gap-limited) and certified answer
     with_lower = [r for r in results if r.lower is not None]
     best_lower = max(with_lower, key=lambda r: (r.lower, r.exact_certified), default=None)
-    # an upper bound below a value attained elsewhere is wrong: it takes no part
-    sound = [r for r in results if best_lower is None or not contradicts(r.upper, best_lower.lower)]
-    best_upper = min(sound or results, key=lambda r: (r.upper, r.status not in FINISHED))
+    settled = settle([r.upper for r in results], None if best_lower is None else best_lower.lower)
+    kept = [results[i] for i in settled.trusted]
+    best_upper = min(kept, key=lambda r: (r.upper, r.status not in FINISHED))
     if best_lower is None:
         return best_upper
-    upper = max(best_upper.upper, best_lower.lower)
-    met = closed(upper, best_lower.lower) and bool(sound)
+    sound, met = settled.sound, settled.met
     changes = dict(
-        upper=upper,
+        upper=settled.upper,
         lower=best_lower.lower,
         witness=best_lower.witness,
         status=Status.OPTIMAL if met else best_upper.status if sound else Status.SOLVER_ERROR,
@@ -118,7 +148,7 @@ def meet(results: list[Any]) -> Any:
     if not sound:  # every bound is below the attained value: none can be trusted
         changes["message"] = wrong_bound(best_upper.solver, best_upper.upper, best_lower.lower)
     if "value" in {f.name for f in fields(best_upper)}:  # a LipschitzResult: value = upper
-        changes["value"] = upper
+        changes["value"] = settled.upper
     return replace(best_upper, **changes)
 
 

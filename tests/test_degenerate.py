@@ -159,3 +159,31 @@ def test_racers_bounds_below_an_attained_value_take_no_part():
     assert met.upper == 2.5 and met.lower == 2.2 and met.status == "time_limit"
     alone = meet([wrong, Bracket(1e-3, 2.2, np.ones(1), "optimal", False, {}, {}, "w2")])
     assert alone.status == "solver_error" and "numerical trouble" in alone.message
+
+
+@pytest.mark.parametrize(
+    ("uppers", "lower", "trusted", "sound", "upper", "met"),
+    [
+        ([3.0, 2.0], None, (0, 1), True, 2.0, False),  # nothing attained: the least bound
+        ([3.0, 2.0], 2.0, (0, 1), True, 2.0, True),  # the least bound is attained: closed
+        ([3.0, 1.0], 2.0, (0,), True, 3.0, False),  # 1.0 < 2.0 attained: it takes no part
+        ([1.0, 1.5], 2.0, (0, 1), False, 2.0, False),  # both wrong: none trusted, not met
+        ([2.0 - 1e-12, 4.0], 2.0, (0, 1), True, 2.0, True),  # below by rounding only: raised
+    ],
+)
+def test_settle_drops_the_bounds_an_attained_value_contradicts(
+    uppers: list[float],
+    lower: float | None,
+    trusted: tuple[int, ...],
+    sound: bool,
+    upper: float,
+    met: bool,
+) -> None:
+    """settle(), the rule of meet() and of the region search's fallback, by hand: an upper bound
+    more than the tolerance below the attained value is wrong and not used; the answer is never
+    below the attained value; it is closed only on a bound that holds."""
+    from lipopt.bracket import settle
+
+    settled = settle(uppers, lower)
+    assert settled.trusted == trusted and settled.sound is sound
+    assert settled.upper == upper and settled.met is met

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from lipopt.bounds import propagate
-from lipopt.bracket import Bracket, add_timings, closed, contradicts, wrong_bound
+from lipopt.bracket import Bracket, add_timings, settle, wrong_bound
 from lipopt.domain import Box, LinfBall, Polytope
 from lipopt.plan.nodes import DomainSplit, Race, RegionSearch
 from lipopt.progress import Say, counted
@@ -160,16 +160,14 @@ def with_region_bounds(
     """The fallback's answer (``after``: the MIP or the domain split), improved by what the
     unfinished region search proved: both upper bounds are certified (keep the smaller), both
     lower bounds attained (keep the larger). An upper bound below the value the other attained
-    is wrong and takes no part (as in :func:`lipopt.bracket.meet`); both wrong: a solver error."""
+    is wrong and takes no part (:func:`lipopt.bracket.settle`, the rule of every meet); both
+    wrong: a solver error."""
     lower, witness = result.lower, result.witness
     if found.witness is not None and (lower is None or found.lower > lower):
         lower, witness = found.lower, found.witness
-    bounds = (result.upper, found.upper)
-    sound = [u for u in bounds if lower is None or not contradicts(u, lower)]
-    upper = min(sound or bounds)
-    if lower is not None:
-        upper = max(upper, lower)
-    met = closed(upper, lower) and bool(sound)
+    bounds = [result.upper, found.upper]
+    settled = settle(bounds, lower)
+    sound, met = settled.sound, settled.met
     ending = {
         Status.OPTIMAL: "finished",
         Status.TIME_LIMIT: "stopped at the time limit",
@@ -180,7 +178,7 @@ def with_region_bounds(
         note = f"{note}; {wrong_bound(result.solver, min(bounds), lower)}"
     return replace(
         result,
-        upper=upper,
+        upper=settled.upper,
         lower=lower,
         witness=witness,
         status=Status.OPTIMAL if met else result.status if sound else Status.SOLVER_ERROR,
