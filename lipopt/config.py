@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt import policy
 from lipopt.formulation.build import Formulation
+from lipopt.norms import MAX_SIGN_INPUTS
 from lipopt.options import (
     Group,
     Kind,
@@ -29,10 +31,29 @@ from lipopt.options import (
     declared,
     option,
 )
-from lipopt.search.regions import RegionOptions
+from lipopt.search.regions import PROJECTION_START, RegionOptions
 from lipopt.search.split import SplitOptions
 
 FloatArray = NDArray[np.float64]
+
+# the policy's numbers as the options' help and docs state them (help text may not drift)
+
+
+def _count(n: int) -> str:
+    """A count as the help writes it: 4000, 60 000."""
+    return f"{n:,}".replace(",", " ") if n >= 10_000 else str(n)
+
+
+_REGION_NODES = _count(policy.AUTO_REGION_NODES)
+_REGION_NODES_FEW = _count(policy.AUTO_REGION_NODES_FEW_UNSTABLE)
+_REGION_PROJECTED = _count(policy.AUTO_REGION_PROJECTED_LIMIT)
+_REGION_SHARE = f"{policy.AUTO_REGION_UNSTABLE_SHARE:.0%}"  # "90%": argparse help writes "%%"
+_FIRST_DIMS = f"{policy.AUTO_REGIONS_FIRST_MIN_DIM}-{policy.AUTO_SPLIT_MAX_DIM}"
+_LEADER = f"{policy.LEADER_AFTER:g}"
+_LEADER_LEFT = f"{policy.LEADER_AFTER + policy.MIN_LEADER_SPLIT_SECONDS:g}"
+_BAB_SHARE = (
+    "half" if policy.BAB_RACE_UNSTABLE_SHARE == 0.5 else f"{policy.BAB_RACE_UNSTABLE_SHARE:.0%}"
+)
 
 
 class Mode(str, Enum):
@@ -123,10 +144,11 @@ class SolveConfig:
             "bisected while they have many unstable neurons, the rest solved by the MIP "
             "([performance](performance.md#domain-splitting)). `--no-split` never splits"
         ),
-        shown="split boxes of at most 4 inputs",
+        shown=f"split boxes of at most {policy.AUTO_SPLIT_MAX_DIM} inputs",
         check=check_auto_options("SplitOptions"),
         help="always split the domain (boxes and l-inf balls)",
-        off="never split the domain (default: split boxes of <= 4 inputs)",
+        off="never split the domain (default: split boxes of <= "
+        f"{policy.AUTO_SPLIT_MAX_DIM} inputs)",
     )  # fmt: skip
     decompose: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
@@ -134,16 +156,18 @@ class SolveConfig:
             "`--norm l1` in exact mode only: the constant max_x ‖∇‖∞ = max over (j, ±) of "
             "max_x ±∂_j is found by one MIP per candidate ±∂_j (only the unstable neurons' "
             "binaries), taken in order of their bound; a candidate whose bound cannot beat the"
-            " best value already verified (with a fixed c, at first the best of 2000 random "
+            " best value already verified (with a fixed c, at first the best of "
+            f"{policy.DECOMPOSE_SAMPLES} random "
             "points) is skipped, and each solve carries that value as a cutoff. `--time-limit`"
             " is then shared by all candidates; a candidate not reached keeps its propagated "
             "bound, so the reported upper bound stays certified. `--no-decompose` solves one "
             "MIP with a selection binary per candidate"
         ),
-        shown="decompose for inputs of ≥ 5 dimensions (with only a few inputs the single MIP "
-        "was faster)",
+        shown=f"decompose for inputs of ≥ {policy.AUTO_DECOMPOSE_MIN_DIM} dimensions (with only a "
+        "few inputs the single MIP was faster)",
         help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
-        "skipping those that cannot win (default: for inputs of >= 5 dimensions)",
+        "skipping those that cannot win (default: for inputs of >= "
+        f"{policy.AUTO_DECOMPOSE_MIN_DIM} dimensions)",
         off="--norm l1: one MIP with a selection binary per entry and sign",
     )  # fmt: skip
     regions: bool | str | RegionOptions = option(
@@ -154,37 +178,43 @@ class SolveConfig:
             "per branch to keep only patterns whose region has an interior point in the "
             "domain, and discarding every pattern whose interval bound cannot beat the best "
             "region found ([performance](performance.md)). `--regions` answers by the search "
-            "alone (with `--time-limit`, a certified bracket); by default it runs for 4000 "
-            "nodes (60 000 when fewer than 90% of the hidden neurons are unstable, a sign of "
-            "few regions; with 4000 it gives up at 500 nodes, or a doubling after, when it "
-            "projects more than 100 000 nodes in all) and hands over to the MIP if it has not "
+            "alone (with `--time-limit`, a certified bracket); by default it runs for "
+            f"{_REGION_NODES} nodes ({_REGION_NODES_FEW} when fewer than {_REGION_SHARE} of the "
+            f"hidden neurons are unstable, a sign of few regions; with {_REGION_NODES} it gives "
+            f"up at {PROJECTION_START} nodes, or a doubling after, when it projects more than "
+            f"{_REGION_PROJECTED} nodes in all) and hands over to the MIP if it has not "
             "finished, sharing `--time-limit` and keeping the better bounds of the two; where "
-            "the domain is split (boxes of at most 4 inputs) it runs so before the split on 3 "
-            "or 4 inputs and on 2 with at most 48 neurons with a kink, and not at all on "
-            "larger 2-input networks; `--no-regions` skips it"
+            f"the domain is split (boxes of at most {policy.AUTO_SPLIT_MAX_DIM} inputs) it runs "
+            f"so before the split on {_FIRST_DIMS} inputs and on fewer with at most "
+            f"{policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} neurons with a kink, and not at all on "
+            "larger networks of fewer inputs; `--no-regions` skips it"
         ),
-        shown="on for at most 4000 / 60 000 nodes; before a split on 3-4 inputs, or 2 with <= 48 "
-        "kinked neurons",
+        shown=f"on for at most {_REGION_NODES} / {_REGION_NODES_FEW} nodes; before a split on "
+        f"{_FIRST_DIMS} inputs, or fewer with <= {policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} kinked "
+        "neurons",
         help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
-        off="skip the region search (default: try it for 4000 nodes (fewer if it projects "
-        "more than 100000), 60000 if under 90%% of neurons are unstable, then the MIP or the "
-        "domain split; before a split only on 3-4 inputs or 2 with <= 48 kinked neurons)",
+        off=f"skip the region search (default: try it for {_REGION_NODES} nodes (fewer if it "
+        f"projects more than {_REGION_PROJECTED}), {_REGION_NODES_FEW} if under "
+        f"{_REGION_SHARE}% of neurons are unstable, then the MIP or the domain split; before a "
+        f"split only on {_FIRST_DIMS} inputs or fewer with <= "
+        f"{policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} kinked neurons)",
     )  # fmt: skip
     formulation: Formulation | None = option(
         "auto", kind=Kind.CHOICE, group=Group.SPEED, choices=("auto", "backward", "forward"),
         doc=(
             "how the MIP differentiates the network: `backward` (the paper's chain rule) or "
             "`forward` (the directional derivative pushed through the same binaries; a fixed c"
-            " only). `auto`: backward, and with `--norm linf`, if it has not finished in 5 s, "
-            "both raced on two processes, at once when 90 % or more of the neurons are "
-            "unstable ([performance](performance.md#the-forward-formulation-and-the-race))"
+            f" only). `auto`: backward, and with `--norm linf`, if it has not finished in "
+            f"{policy.RACE_AFTER:g} s, both raced on two processes, at once when "
+            f"{_REGION_SHARE} or more of the neurons are unstable "
+            "([performance](performance.md#the-forward-formulation-and-the-race))"
         ),
         shown="`auto`",
         inherit=False,
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
         "forward (directional derivative, fixed c only); default auto: backward, and with "
-        "--norm linf, if it has not finished in 5 s, both raced on two processes (at once "
-        "when 90%% or more of the neurons are unstable)",
+        f"--norm linf, if it has not finished in {policy.RACE_AFTER:g} s, both raced on two "
+        f"processes (at once when {_REGION_SHARE}% or more of the neurons are unstable)",
     )  # fmt: skip
     subnet_bounds: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
@@ -208,18 +238,20 @@ class SolveConfig:
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
         doc=(
             "exact mode, a fixed c: before the MIP, a gradient attack (the `attack` of `lipopt"
-            " compare`) and a pattern climb from its point and the three best of 2000 sampled "
+            " compare`) and a pattern climb from its point and the "
+            f"{policy.CLIMB_SAMPLED_STARTS} best of {policy.DECOMPOSE_SAMPLES} sampled "
             "points (together about 1 s; [performance](performance.md#the-pattern-climb)) find"
             " a point whose gradient norm L is attained, and the MIP must reach at least L "
             "(less 1e-6 relative), so the solver prunes every branch that cannot beat it; if "
             "nothing can, the answer is L, attained at that point. With `--norm l1` and "
-            "`--decompose`, the larger of L and the best of 2000 sampled points (and of the "
+            f"`--decompose`, the larger of L and the best of {policy.DECOMPOSE_SAMPLES} sampled "
+            "points (and of the "
             "pattern climb from the best of them) is the candidates' first cutoff. Its time "
             "comes out of `--time-limit`"
         ),
         shown="on in the two racers of `--formulation auto` (or, with `--sign-split`, the split "
         "in their place), the leader's split after them, before the halves of `--gate-split` and "
-        "before the branch and bound (8 searches), off elsewhere",
+        f"before the branch and bound ({policy.BAB_ATTACK_RESTARTS} searches), off elsewhere",
         help="start every MIP from the attained value of a gradient attack and a pattern climb "
         "(about 1 s): the solver must beat it, which prunes from the start (exact mode, "
         "fixed c)",
@@ -277,19 +309,21 @@ class SolveConfig:
         True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
         doc=(
             "where the two formulations race (`--formulation auto`): let both racers run to "
-            "the end. By default, if neither has finished after 30 s, or from 10 s on as soon "
-            "as one's proven bound (reported while solving) is 1.3 times below the other's "
-            "(and at least 90 s of `--time-limit` are left, or none is given), both stop, and "
+            f"the end. By default, if neither has finished after {_LEADER} s, or from "
+            f"{policy.EARLY_LEADER_AFTER:g} s on as soon as one's proven bound (reported while "
+            f"solving) is {policy.DECISIVE_RATIO:g} times below the other's (and at least "
+            f"{_LEADER_LEFT} s of `--time-limit` are left, or none is given), both stop, and "
             "the one with the smaller proven upper bound is solved again split in halves on "
             "two processes (the forward model by `--gate-split`, the backward one by "
             "`--sign-split`), from the best point the racers attained; the answer keeps the "
             "best bounds of the racers and the split "
             "([performance](performance.md#splitting-the-races-leader))"
         ),
-        shown="the leader split after 30 s, or earlier on a clear lead",
+        shown=f"the leader split after {_LEADER} s, or earlier on a clear lead",
         help="let the two racers of --formulation auto run to the end (default: if neither has "
-        "finished after 30 s, or from 10 s on once one's proven bound is 1.3 times below the "
-        "other's, and at least 90 s are left, the one with the smaller proven bound is solved "
+        f"finished after {_LEADER} s, or from {policy.EARLY_LEADER_AFTER:g} s on once one's "
+        f"proven bound is {policy.DECISIVE_RATIO:g} times below the other's, and at least "
+        f"{_LEADER_LEFT} s are left, the one with the smaller proven bound is solved "
         "again split in halves on two processes)",
     )  # fmt: skip
     bab: bool | str = option(
@@ -297,23 +331,28 @@ class SolveConfig:
         help="answer by branch and bound on the activations alone: Jacobian bounds on each "
         "part, MIPs on small parts, margin LPs at the leaves (exact mode)",
         off="never run it (default: it races the backward MIP in the forward MIP's place where "
-        "the race runs, the network has 32+ inputs and half its neurons are unstable)",
+        f"the race runs and {policy.BAB_RACE_MIN_UNSTABLE}+ of its neurons, or from "
+        f"{policy.BAB_RACE_MIN_INPUTS} inputs {_BAB_SHARE}, are unstable)",
         doc=(
             "exact mode: answer by branch and bound on the activations instead of the plan: "
             "split unstable neurons best bound first, bound each part by the Jacobian-norm "
-            "bound on its clipped linear bounds, hand a part of at most 16 unstable neurons to "
+            f"bound on its clipped linear bounds, hand a part of at most {policy.BAB_MIP_AT} "
+            "unstable neurons to "
             "the MIP, close a part whose pattern is fixed by its margin LP; under "
             "`--time-limit` a certified bracket. Every input and output norm but an ℓ2 output "
-            "with ℓ∞ input beyond 16 inputs, or an ℓ1 output beyond 17 outputs. By default "
+            f"with ℓ∞ input beyond {MAX_SIGN_INPUTS} inputs, or an ℓ1 output beyond 17 "
+            "outputs. By default "
             "the plan, in which it races the backward MIP in the forward MIP's place where the "
-            "formulations race and at least 64 neurons with a kink are unstable under linear "
-            "bounds, or, on a network of at least 32 inputs, at least half of them "
+            f"formulations race and at least {policy.BAB_RACE_MIN_UNSTABLE} neurons with a "
+            "kink are unstable under linear bounds, or, on a network of at least "
+            f"{policy.BAB_RACE_MIN_INPUTS} inputs, at least {_BAB_SHARE} of them "
             "(the policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and "
             "`BAB_RACE_UNSTABLE_SHARE`, "
             "[performance](performance.md#the-branch-and-bound-in-the-race)). "
             "`--no-bab` never runs it"
         ),
-        shown="in the race where 64 neurons, or from 32 inputs half, are unstable",
+        shown=f"in the race where {policy.BAB_RACE_MIN_UNSTABLE} neurons, or from "
+        f"{policy.BAB_RACE_MIN_INPUTS} inputs {_BAB_SHARE}, are unstable",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,

@@ -140,3 +140,56 @@ def test_the_docs_option_table_gets_a_row_for_a_new_declared_option(monkeypatch)
     rows = regen.solving_tables(page).split("<!-- /solve-options -->")[0].splitlines()
     assert "| `--example-flag` | an example lever (off by default) |  |" in rows
     assert any(row.startswith("| `--time-limit SECONDS` | stop after this long") for row in rows)
+
+
+#: the policy's constants the options' help states, set to values found nowhere else in it
+ODD_POLICY = {
+    "AUTO_SPLIT_MAX_DIM": 7, "AUTO_DECOMPOSE_MIN_DIM": 9, "AUTO_REGION_NODES": 4321,
+    "AUTO_REGION_NODES_FEW_UNSTABLE": 65_432, "AUTO_REGION_PROJECTED_LIMIT": 123_457,
+    "AUTO_REGION_UNSTABLE_SHARE": 0.83, "AUTO_REGIONS_FIRST_MIN_DIM": 5,
+    "AUTO_REGIONS_FIRST_MAX_HIDDEN": 41, "BAB_MIP_AT": 19, "BAB_RACE_MIN_UNSTABLE": 67,
+    "BAB_RACE_MIN_INPUTS": 29, "BAB_RACE_UNSTABLE_SHARE": 0.61, "RACE_AFTER": 6.5,
+    "BAB_ATTACK_RESTARTS": 11, "DECOMPOSE_SAMPLES": 2345, "CLIMB_SAMPLED_STARTS": 4,
+    "LEADER_AFTER": 33.0, "EARLY_LEADER_AFTER": 12.0, "DECISIVE_RATIO": 1.45,
+}  # fmt: skip
+
+#: what the help must then say, per option (help, off, shown and docs together)
+ODD_SAID = {
+    "split": ["at most 7 inputs", "<= 7 inputs"],
+    "decompose": ["≥ 9 dimensions", ">= 9 dimensions", "best of 2345 random"],
+    "regions": ["for 4321 nodes", "65 432", "123 457", "83%", "5-7 inputs", "41 "],
+    "bab": ["at most 19 unstable", "67+", "from 29 inputs 61%"],
+    "formulation": ["finished in 6.5 s", "83% or more", "83%% or more"],
+    "attack": ["4 best of 2345", "(11 searches)"],
+    "split_leader": ["after 33 s", "from 12 s on", "1.45 times", "93 s"],
+}
+
+
+def test_the_options_help_states_the_policy_it_runs_on():
+    """The help and docs of the options follow lipopt.policy, not numbers copied into them:
+    with every constant they state set to an odd value (in a fresh interpreter, before
+    lipopt.config is imported), each option says the new value and no longer the old."""
+    import json
+    import subprocess
+    import sys
+
+    from lipopt import policy
+
+    script = (
+        "import json, sys\nimport lipopt.policy as p\n"
+        "for k, v in json.loads(sys.argv[1]).items(): setattr(p, k, v)\n"
+        "from lipopt.config import SolveConfig\nfrom lipopt.options import declarations\n"
+        "print(json.dumps({n: ' '.join(str(getattr(o, a) or '') for a in "
+        "('help', 'off', 'shown', 'doc')) for n, (o, _) in declarations(SolveConfig).items()}))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(ODD_POLICY)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    said = json.loads(run.stdout)
+    for name, phrases in ODD_SAID.items():
+        for phrase in phrases:
+            assert phrase in said[name], (name, phrase)
+    assert f"{policy.BAB_RACE_MIN_UNSTABLE}+" not in said["bab"]
+    assert f"for {policy.AUTO_REGION_NODES} nodes" not in said["regions"]
+    assert f"finished in {policy.RACE_AFTER:g} s" not in said["formulation"]
