@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lipopt import help_numbers as said
 from lipopt import policy
 from lipopt.formulation.build import Formulation
 from lipopt.norms import MAX_SIGN_INPUTS
@@ -35,25 +36,6 @@ from lipopt.search.regions import PROJECTION_START, RegionOptions
 from lipopt.search.split import SplitOptions
 
 FloatArray = NDArray[np.float64]
-
-# the policy's numbers as the options' help and docs state them (help text may not drift)
-
-
-def _count(n: int) -> str:
-    """A count as the help writes it: 4000, 60 000."""
-    return f"{n:,}".replace(",", " ") if n >= 10_000 else str(n)
-
-
-_REGION_NODES = _count(policy.AUTO_REGION_NODES)
-_REGION_NODES_FEW = _count(policy.AUTO_REGION_NODES_FEW_UNSTABLE)
-_REGION_PROJECTED = _count(policy.AUTO_REGION_PROJECTED_LIMIT)
-_REGION_SHARE = f"{policy.AUTO_REGION_UNSTABLE_SHARE:.0%}"  # "90%": argparse help writes "%%"
-_FIRST_DIMS = f"{policy.AUTO_REGIONS_FIRST_MIN_DIM}-{policy.AUTO_SPLIT_MAX_DIM}"
-_LEADER = f"{policy.LEADER_AFTER:g}"
-_LEADER_LEFT = f"{policy.LEADER_AFTER + policy.MIN_LEADER_SPLIT_SECONDS:g}"
-_BAB_SHARE = (
-    "half" if policy.BAB_RACE_UNSTABLE_SHARE == 0.5 else f"{policy.BAB_RACE_UNSTABLE_SHARE:.0%}"
-)
 
 
 class Mode(str, Enum):
@@ -144,11 +126,11 @@ class SolveConfig:
             "bisected while they have many unstable neurons, the rest solved by the MIP "
             "([performance](performance.md#domain-splitting)). `--no-split` never splits"
         ),
-        shown=f"split boxes of at most {policy.AUTO_SPLIT_MAX_DIM} inputs",
+        shown=f"split boxes of at most {said.SPLIT_DIMS} inputs",
         check=check_auto_options("SplitOptions"),
         help="always split the domain (boxes and l-inf balls)",
         off="never split the domain (default: split boxes of <= "
-        f"{policy.AUTO_SPLIT_MAX_DIM} inputs)",
+        f"{said.SPLIT_DIMS} inputs)",
     )  # fmt: skip
     decompose: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
@@ -156,18 +138,16 @@ class SolveConfig:
             "`--norm l1` in exact mode only: the constant max_x ‖∇‖∞ = max over (j, ±) of "
             "max_x ±∂_j is found by one MIP per candidate ±∂_j (only the unstable neurons' "
             "binaries), taken in order of their bound; a candidate whose bound cannot beat the"
-            " best value already verified (with a fixed c, at first the best of "
-            f"{policy.DECOMPOSE_SAMPLES} random "
-            "points) is skipped, and each solve carries that value as a cutoff. `--time-limit`"
-            " is then shared by all candidates; a candidate not reached keeps its propagated "
-            "bound, so the reported upper bound stays certified. `--no-decompose` solves one "
-            "MIP with a selection binary per candidate"
+            f" best value already verified (with a fixed c, at first the best of {said.SAMPLES} "
+            "random points) is skipped, and each solve carries that value as a cutoff. "
+            "`--time-limit` is then shared by all candidates; a candidate not reached keeps its "
+            "propagated bound, so the reported upper bound stays certified. `--no-decompose` "
+            "solves one MIP with a selection binary per candidate"
         ),
-        shown=f"decompose for inputs of ≥ {policy.AUTO_DECOMPOSE_MIN_DIM} dimensions (with only a "
-        "few inputs the single MIP was faster)",
-        help="--norm l1: one small MIP per gradient entry and sign, best bound first, "
-        "skipping those that cannot win (default: for inputs of >= "
-        f"{policy.AUTO_DECOMPOSE_MIN_DIM} dimensions)",
+        shown=f"decompose for inputs of ≥ {said.DECOMPOSE_DIMS} dimensions (with only a few inputs "
+        "the single MIP was faster)",
+        help="--norm l1: one small MIP per gradient entry and sign, best bound first, skipping "
+        f"those that cannot win (default: for inputs of >= {said.DECOMPOSE_DIMS} dimensions)",
         off="--norm l1: one MIP with a selection binary per entry and sign",
     )  # fmt: skip
     regions: bool | str | RegionOptions = option(
@@ -179,25 +159,24 @@ class SolveConfig:
             "domain, and discarding every pattern whose interval bound cannot beat the best "
             "region found ([performance](performance.md)). `--regions` answers by the search "
             "alone (with `--time-limit`, a certified bracket); by default it runs for "
-            f"{_REGION_NODES} nodes ({_REGION_NODES_FEW} when fewer than {_REGION_SHARE} of the "
-            f"hidden neurons are unstable, a sign of few regions; with {_REGION_NODES} it gives "
-            f"up at {PROJECTION_START} nodes, or a doubling after, when it projects more than "
-            f"{_REGION_PROJECTED} nodes in all) and hands over to the MIP if it has not "
-            "finished, sharing `--time-limit` and keeping the better bounds of the two; where "
-            f"the domain is split (boxes of at most {policy.AUTO_SPLIT_MAX_DIM} inputs) it runs "
-            f"so before the split on {_FIRST_DIMS} inputs and on fewer with at most "
-            f"{policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} neurons with a kink, and not at all on "
-            "larger networks of fewer inputs; `--no-regions` skips it"
+            f"{said.REGION_NODES} nodes ({said.REGION_NODES_FEW} when fewer than "
+            f"{said.REGION_SHARE} of the hidden neurons are unstable, a sign of few regions; with "
+            f"{said.REGION_NODES} it gives up at {PROJECTION_START} nodes, or a doubling after, "
+            f"when it projects more than {said.REGION_PROJECTED} nodes in all) and hands over to "
+            "the MIP if it has not finished, sharing `--time-limit` and keeping the better "
+            f"bounds of the two; where the domain is split (boxes of at most {said.SPLIT_DIMS} "
+            f"inputs) it runs so before the split on {said.FIRST_DIMS} inputs and on fewer with "
+            f"at most {said.FIRST_KINKED} neurons with a kink, and not at all on larger networks "
+            "of fewer inputs; `--no-regions` skips it"
         ),
-        shown=f"on for at most {_REGION_NODES} / {_REGION_NODES_FEW} nodes; before a split on "
-        f"{_FIRST_DIMS} inputs, or fewer with <= {policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} kinked "
-        "neurons",
+        shown=f"on for at most {said.REGION_NODES} / {said.REGION_NODES_FEW} nodes; before a "
+        f"split on {said.FIRST_DIMS} inputs, or fewer with <= {said.FIRST_KINKED} kinked neurons",
         help="answer by searching the linear regions alone (fixed c, boxes and l-inf balls)",
-        off=f"skip the region search (default: try it for {_REGION_NODES} nodes (fewer if it "
-        f"projects more than {_REGION_PROJECTED}), {_REGION_NODES_FEW} if under "
-        f"{_REGION_SHARE}% of neurons are unstable, then the MIP or the domain split; before a "
-        f"split only on {_FIRST_DIMS} inputs or fewer with <= "
-        f"{policy.AUTO_REGIONS_FIRST_MAX_HIDDEN} kinked neurons)",
+        off=f"skip the region search (default: try it for {said.REGION_NODES} nodes (fewer if it "
+        f"projects more than {said.REGION_PROJECTED}), {said.REGION_NODES_FEW} if under "
+        f"{said.REGION_SHARE}% of neurons are unstable, then the MIP or the domain split; before "
+        f"a split only on {said.FIRST_DIMS} inputs or fewer with <= {said.FIRST_KINKED} kinked "
+        "neurons)",
     )  # fmt: skip
     formulation: Formulation | None = option(
         "auto", kind=Kind.CHOICE, group=Group.SPEED, choices=("auto", "backward", "forward"),
@@ -206,7 +185,7 @@ class SolveConfig:
             "`forward` (the directional derivative pushed through the same binaries; a fixed c"
             f" only). `auto`: backward, and with `--norm linf`, if it has not finished in "
             f"{policy.RACE_AFTER:g} s, both raced on two processes, at once when "
-            f"{_REGION_SHARE} or more of the neurons are unstable "
+            f"{said.REGION_SHARE} or more of the neurons are unstable "
             "([performance](performance.md#the-forward-formulation-and-the-race))"
         ),
         shown="`auto`",
@@ -214,7 +193,7 @@ class SolveConfig:
         help="how the MIP differentiates the network: backward (the paper's chain rule) or "
         "forward (directional derivative, fixed c only); default auto: backward, and with "
         f"--norm linf, if it has not finished in {policy.RACE_AFTER:g} s, both raced on two "
-        f"processes (at once when {_REGION_SHARE}% or more of the neurons are unstable)",
+        f"processes (at once when {said.REGION_SHARE}% or more of the neurons are unstable)",
     )  # fmt: skip
     subnet_bounds: bool | str = option(
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_equal,
@@ -239,12 +218,12 @@ class SolveConfig:
         doc=(
             "exact mode, a fixed c: before the MIP, a gradient attack (the `attack` of `lipopt"
             " compare`) and a pattern climb from its point and the "
-            f"{policy.CLIMB_SAMPLED_STARTS} best of {policy.DECOMPOSE_SAMPLES} sampled "
+            f"{policy.CLIMB_SAMPLED_STARTS} best of {said.SAMPLES} sampled "
             "points (together about 1 s; [performance](performance.md#the-pattern-climb)) find"
             " a point whose gradient norm L is attained, and the MIP must reach at least L "
             "(less 1e-6 relative), so the solver prunes every branch that cannot beat it; if "
             "nothing can, the answer is L, attained at that point. With `--norm l1` and "
-            f"`--decompose`, the larger of L and the best of {policy.DECOMPOSE_SAMPLES} sampled "
+            f"`--decompose`, the larger of L and the best of {said.SAMPLES} sampled "
             "points (and of the "
             "pattern climb from the best of them) is the candidates' first cutoff. Its time "
             "comes out of `--time-limit`"
@@ -309,21 +288,21 @@ class SolveConfig:
         True, kind=Kind.NEGATED, group=Group.SPEED, check=check_bool,
         doc=(
             "where the two formulations race (`--formulation auto`): let both racers run to "
-            f"the end. By default, if neither has finished after {_LEADER} s, or from "
+            f"the end. By default, if neither has finished after {said.LEADER} s, or from "
             f"{policy.EARLY_LEADER_AFTER:g} s on as soon as one's proven bound (reported while "
             f"solving) is {policy.DECISIVE_RATIO:g} times below the other's (and at least "
-            f"{_LEADER_LEFT} s of `--time-limit` are left, or none is given), both stop, and "
+            f"{said.LEADER_LEFT} s of `--time-limit` are left, or none is given), both stop, and "
             "the one with the smaller proven upper bound is solved again split in halves on "
             "two processes (the forward model by `--gate-split`, the backward one by "
             "`--sign-split`), from the best point the racers attained; the answer keeps the "
             "best bounds of the racers and the split "
             "([performance](performance.md#splitting-the-races-leader))"
         ),
-        shown=f"the leader split after {_LEADER} s, or earlier on a clear lead",
+        shown=f"the leader split after {said.LEADER} s, or earlier on a clear lead",
         help="let the two racers of --formulation auto run to the end (default: if neither has "
-        f"finished after {_LEADER} s, or from {policy.EARLY_LEADER_AFTER:g} s on once one's "
+        f"finished after {said.LEADER} s, or from {policy.EARLY_LEADER_AFTER:g} s on once one's "
         f"proven bound is {policy.DECISIVE_RATIO:g} times below the other's, and at least "
-        f"{_LEADER_LEFT} s are left, the one with the smaller proven bound is solved "
+        f"{said.LEADER_LEFT} s are left, the one with the smaller proven bound is solved "
         "again split in halves on two processes)",
     )  # fmt: skip
     bab: bool | str = option(
@@ -332,27 +311,24 @@ class SolveConfig:
         "part, MIPs on small parts, margin LPs at the leaves (exact mode)",
         off="never run it (default: it races the backward MIP in the forward MIP's place where "
         f"the race runs and {policy.BAB_RACE_MIN_UNSTABLE}+ of its neurons, or from "
-        f"{policy.BAB_RACE_MIN_INPUTS} inputs {_BAB_SHARE}, are unstable)",
+        f"{policy.BAB_RACE_MIN_INPUTS} inputs {said.BAB_SHARE}, are unstable)",
         doc=(
             "exact mode: answer by branch and bound on the activations instead of the plan: "
             "split unstable neurons best bound first, bound each part by the Jacobian-norm "
             f"bound on its clipped linear bounds, hand a part of at most {policy.BAB_MIP_AT} "
-            "unstable neurons to "
-            "the MIP, close a part whose pattern is fixed by its margin LP; under "
-            "`--time-limit` a certified bracket. Every input and output norm but an ℓ2 output "
-            f"with ℓ∞ input beyond {MAX_SIGN_INPUTS} inputs, or an ℓ1 output beyond 17 "
-            "outputs. By default "
-            "the plan, in which it races the backward MIP in the forward MIP's place where the "
-            f"formulations race and at least {policy.BAB_RACE_MIN_UNSTABLE} neurons with a "
-            "kink are unstable under linear bounds, or, on a network of at least "
-            f"{policy.BAB_RACE_MIN_INPUTS} inputs, at least {_BAB_SHARE} of them "
-            "(the policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and "
-            "`BAB_RACE_UNSTABLE_SHARE`, "
-            "[performance](performance.md#the-branch-and-bound-in-the-race)). "
-            "`--no-bab` never runs it"
+            "unstable neurons to the MIP, close a part whose pattern is fixed by its margin LP; "
+            "under `--time-limit` a certified bracket. Every input and output norm but an ℓ2 "
+            f"output with ℓ∞ input beyond {MAX_SIGN_INPUTS} inputs, or an ℓ1 output beyond 17 "
+            "outputs. By default the plan, in which it races the backward MIP in the forward "
+            f"MIP's place where the formulations race and at least {policy.BAB_RACE_MIN_UNSTABLE} "
+            "neurons with a kink are unstable under linear bounds, or, on a network of at least "
+            f"{policy.BAB_RACE_MIN_INPUTS} inputs, at least {said.BAB_SHARE} of them (the "
+            "policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and `BAB_RACE_UNSTABLE_SHARE`"
+            ", [performance](performance.md#the-branch-and-bound-in-the-race)). `--no-bab` never "
+            "runs it"
         ),
         shown=f"in the race where {policy.BAB_RACE_MIN_UNSTABLE} neurons, or from "
-        f"{policy.BAB_RACE_MIN_INPUTS} inputs {_BAB_SHARE}, are unstable",
+        f"{policy.BAB_RACE_MIN_INPUTS} inputs {said.BAB_SHARE}, are unstable",
     )  # fmt: skip
     workers: int | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
