@@ -132,6 +132,7 @@ def cases(args: argparse.Namespace, mnist: dict[str, Path]) -> list[dict[str, An
                     out.append({
                         "suite": suite, "network": network, "onnx": str(path), "image": index,
                         "radius": radius, "x": x.tolist(), "c": c.tolist(), "top": top,
+                        "bab": True if args.bab else "auto",
                     })  # fmt: skip
     return out
 
@@ -152,7 +153,7 @@ def solve(case: dict[str, Any], tree: Path, limit: float) -> dict[str, Any]:
     (``PYTHONPATH`` and working directory ``tree``); a crash or a process still running at
     three times the limit plus two minutes gives a row with status ``error`` or ``killed``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    job = {key: case[key] for key in ("onnx", "x", "c", "radius")} | {"limit": limit}
+    job = {key: case[key] for key in ("onnx", "x", "c", "radius", "bab")} | {"limit": limit}
     command = [sys.executable, str(SOLVER)]
     try:
         done = subprocess.run(command, input=json.dumps(job), capture_output=True, text=True,
@@ -195,6 +196,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--networks", default=None, help="e.g. scale-mlp,digits-cnn (all)")
     parser.add_argument("--radii", default=None, help="e.g. 0.05,0.1 (each suite's own)")
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--bab", action="store_true", help="bab=True on both sides")
     parser.add_argument("--vs", type=Path, default=None, help="the 'before' checkout")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.md")
     parser.add_argument("--jsonl", type=Path, default=None, help="default: --out's .jsonl")

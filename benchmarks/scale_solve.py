@@ -66,7 +66,11 @@ def solve(case: dict[str, Any]) -> dict[str, Any]:
     c = np.asarray(case["c"], dtype=float)
     start = time.perf_counter()
     result = lipopt.lipschitz(
-        net, lipopt.LinfBall(x, case["radius"]), c=c, time_limit=case["limit"]
+        net,
+        lipopt.LinfBall(x, case["radius"]),
+        c=c,
+        time_limit=case["limit"],
+        bab=case.get("bab", "auto"),
     )
     seconds = time.perf_counter() - start
     peak = max(own_peak_kb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

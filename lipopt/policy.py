@@ -186,6 +186,9 @@ AUTO_REGIONS_ZERO_BIAS_SHARE = 1.0
 AUTO_REGIONS_FIRST_MIN_DIM = 3
 AUTO_REGIONS_FIRST_MAX_HIDDEN = 48
 
+#: the activation branch and bound's forked workers run slices of the search below a node of
+#: this many seconds, not only the part MIPs (lipopt.search.bab_slice; 0: parts only)
+BAB_SLICE_SECONDS = 0.5
 #: no-good-cut re-solves of one part's MIP in the activation branch and bound (a part whose
 #: optimum is still lower-dimensional after them keeps its proven bound, unclosed)
 BAB_PART_REFINEMENTS = 20
@@ -201,16 +204,15 @@ BAB_PART_REFINEMENTS = 20
 BAB_AFTER_SHARE = 1.0
 #: ... and only when at least this many seconds are left for it
 MIN_BAB_SECONDS = 2.0
-#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm, ``bab="auto"``) and
-#: at least this share of the neurons with a kink are unstable under linear bounds, the backward
-#: MIP races the activation branch and bound in the forward MIP's place (and the leader is not
-#: split); the answer keeps the better bounds of both. benchmarks/bab_race.py at 60 s
-#: (results/bab_race.md): the branch and bound's bracket was tighter on the four cases with
-#: 64-100 % unstable (the 8x8 digits MLP at radius 0.1, images 0 and 1: ratio 1.61 -> 1.43 and
-#: 1.98 -> 1.64; [64,20,20,2] on the unit box: 3.02 -> 2.18; its ball: the same answer), and
-#: looser on those with 17-42 % (the digits MLP at 0.05, image 1: exact in 42 s against 1.11;
-#: the digits CNN at 0.05: 1.41 -> 1.51 and 1.24 -> 1.33 by weaker lower bounds; at 0.1, 35 %:
-#: one better, one worse)
+#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm, ``bab="auto"``) and at
+#: least this share of the neurons with a kink are unstable under linear bounds, the backward MIP
+#: races the activation branch and bound in the forward MIP's place (and the leader is not split);
+#: the answer keeps the better bounds of both. benchmarks/bab_race.py at 60 s (results/bab_race.md):
+#: the branch and bound's bracket was tighter on the four cases with 64-100 % unstable (the 8x8
+#: digits MLP at radius 0.1, images 0 and 1: ratio 1.61 -> 1.43 and 1.98 -> 1.64; [64,20,20,2] on
+#: the unit box: 3.02 -> 2.18; its ball: the same answer), and looser on those with 17-42 % (the
+#: digits MLP at 0.05, image 1: exact in 42 s against 1.11; the digits CNN at 0.05: 1.41 -> 1.51 and
+#: 1.24 -> 1.33 by weaker lower bounds; at 0.1, 35 %: one better, one worse)
 BAB_RACE_UNSTABLE_SHARE = 0.5
 #: ... or at least this many of them, whatever their share: networks whose MIPs are too big to
 #: explore in the limit. benchmarks/bab_race.py at 60 s with the score branching of
@@ -230,15 +232,13 @@ BAB_RACE_MIN_INPUTS = 32
 MIN_SOLVE_SHARE = 0.01
 #: fewer seconds than this left after the probe: no race (the racers would start from scratch)
 MIN_RACE_SECONDS = 1.0
-#: ``split_leader``: the least time the split of the leader must have after the decision, or
-#: the racers run to the end. The split restarts the leader from scratch, and a split pays from
-#: solves of about 100 s (docs/performance.md): with less time left, racing on keeps the better
-#: bounds
+#: ``split_leader``: the least time the split of the leader must have after the decision, or the
+#: racers run to the end. The split restarts the leader from scratch, and a split pays from solves
+#: of about 100 s (docs/performance.md): with less time left, racing on keeps the better bounds
 MIN_LEADER_SPLIT_SECONDS = 60.0
 
-#: per solver, options for a solve under a cutoff: what each adapter declares
-#: (``CUTOFF_OPTIONS`` of :class:`~lipopt.solvers.adapter.Adapter`; HiGHS's, presolve off, with
-#: the measurement behind it)
+#: per solver, options for a solve under a cutoff: what each adapter declares (``CUTOFF_OPTIONS`` of
+#: :class:`~lipopt.solvers.adapter.Adapter`; HiGHS's, presolve off, with the measurement behind it)
 CUTOFF_OPTIONS: dict[str, dict[str, Any]] = registry.CUTOFF_OPTIONS
 
 #: the ℓ1 decomposition's start: gradients at this many uniform random points of the domain
@@ -284,11 +284,10 @@ RACE_AFTER = 5.0
 LEADER_AFTER = 30.0
 
 #: ``split_leader``: from this many seconds into the race, the racers' proven bounds (which they
-#: report while solving) decide at once when one is :data:`DECISIVE_RATIO` times the other or
-#: more: both stop and the leader is split then, not at :data:`LEADER_AFTER`. Followed every
-#: 3 s on eight two-hidden-layer networks, the ratio passed 1.3 on five (at 9-24 s, 1.33-1.88),
-#: always with the eventual winner ahead, and the eventual loser never led by more than 1.10
-#: (docs/performance.md)
+#: report while solving) decide at once when one is :data:`DECISIVE_RATIO` times the other or more:
+#: both stop and the leader is split then, not at :data:`LEADER_AFTER`. Followed every 3 s on eight
+#: two-hidden-layer networks, the ratio passed 1.3 on five (at 9-24 s, 1.33-1.88), always with the
+#: eventual winner ahead, and the eventual loser never led by more than 1.10 (docs/performance.md)
 EARLY_LEADER_AFTER = 10.0
 DECISIVE_RATIO = 1.3
 
@@ -356,6 +355,7 @@ class Policy:
     auto_regions_first_min_dim: int
     auto_regions_first_max_hidden: int
     bab_part_refinements: int
+    bab_slice_seconds: float
     bab_after_share: float
     min_bab_seconds: float
     bab_race_unstable_share: float

@@ -111,8 +111,10 @@ class _Search:
         self.regrouped = 0  # nodes filed again with a lower sign-group bound
 
     def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
-        """An attained value (at ``point``): the best so far is kept."""
-        if point is not None and value > self.lower:
+        """An attained value (at ``point``): the best so far is kept, and a certified one that
+        meets an uncertified best (within the exact tolerance) takes its place."""
+        upgrade = certified and not self.certified and closed(value, self.lower)
+        if point is not None and (value > self.lower or upgrade):
             self.lower, self.point, self.certified = value, np.asarray(point), certified
 
     def prunable(self, upper: float) -> bool:
@@ -389,11 +391,6 @@ def activation_bab_on(
 
 
 __all__ = [
-    "ActivationBabOptions",
-    "ActivationBabOutcome",
-    "BabNode",
-    "PartAnswer",
-    "SolvePart",
-    "activation_bab",
-    "activation_bab_on",
-]
+    "ActivationBabOptions", "ActivationBabOutcome", "BabNode", "PartAnswer", "SolvePart",
+    "activation_bab", "activation_bab_on",
+]  # fmt: skip

@@ -18,6 +18,13 @@ attained value). A part whose worker died (:data:`PartLost.LOST`) is sent again,
 ``U_S`` is kept as an unclosed upper bound — never dropped. A part the solver proved nothing on
 (None) is split, as the serial search splits it.
 
+**Slices.** A pool that also takes slices (:class:`SlicePool`, forked processes) is sent the
+open nodes with more unstable neurons too: a worker runs the search below the node for a short
+slice (:mod:`lipopt.search.bab_slice`) and gives back the nodes it left open, with what it
+proved (:class:`Expanded`); they join the heap. The search here then only dispatches. The
+nodes given back, with the parts the slice pruned, closed and dropped, cover the node's
+``D_S``, so the cover above holds; a node in flight keeps its ``U_S`` as a part does.
+
 **The same answer.** Each part's answer is a proven bound and an attained value on its own
 ``D_S``, whichever worker gives it and whenever; only the cutoff (the best value attained when
 it was sent) and the order of pruning differ with the workers. So a search that finishes closes
@@ -29,6 +36,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
@@ -49,9 +58,32 @@ class PartLost(Enum):
     LOST = "lost"
 
 
+@dataclass(frozen=True)
+class Expanded:
+    """What a slice of the search below one node proved (:mod:`lipopt.search.bab_slice`).
+
+    Attributes:
+        open_nodes: the nodes it left open, its parts (at most ``mip_at`` unstable neurons)
+            among them; with what it pruned, closed and dropped they cover the node's ``D_S``.
+        lower, point, certified: the best value it attained, where, and whether the margin LP
+            certified that point's region (``point`` None: nothing above the value it was sent).
+        settled, unclosed: the largest bound of what it pruned or closed, and of its leaves the
+            margin LP could not decide (as :class:`~lipopt.search.activation_bab._Search`'s).
+        counts: nodes expanded, pruned, leaves, empty and regrouped in the slice.
+    """
+
+    open_nodes: tuple[BabNode, ...]
+    lower: float
+    point: NDArray[np.float64] | None
+    certified: bool
+    settled: float
+    unclosed: float
+    counts: tuple[int, int, int, int, int]
+
+
 #: what a pool gives back for a part: its answer, None (the solver proved nothing: split it) or
-#: :data:`PartLost.LOST`
-PartOutcome = PartAnswer | None | PartLost
+#: :data:`PartLost.LOST`; for a slice, :class:`Expanded` or :data:`PartLost.LOST`
+PartOutcome = PartAnswer | Expanded | None | PartLost
 
 
 @runtime_checkable
@@ -69,6 +101,19 @@ class PartPool(Protocol):
     def answers(self, timeout: float) -> list[tuple[int, PartOutcome]]: ...
 
 
+@runtime_checkable
+class SlicePool(PartPool, Protocol):
+    """A :class:`PartPool` whose workers also run slices of the search below a node (with the
+    search's ``options``), giving back :class:`Expanded`."""
+
+    def expand(
+        self, tag: int, node: BabNode, cutoffs: tuple[float, float], options: ActivationBabOptions
+    ) -> None:
+        """Send a slice below ``node``; ``cutoffs``: the best value attained and the largest
+        bound left open here (the slice stops below it)."""
+        ...
+
+
 class Searching(Protocol):
     """What :func:`run_pooled` uses of the search
     (:class:`~lipopt.search.activation_bab._Search`)."""
@@ -82,6 +127,14 @@ class Searching(Protocol):
     unclosed: float
     nodes: int
     pruned: int
+    leaves: int
+    empty: int
+    regrouped: int
+
+    @property
+    def order(self) -> Iterator[int]:
+        """The heap's tie-breaker: a count."""
+        ...
 
     def prunable(self, upper: float) -> bool: ...
 
@@ -114,24 +167,43 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
         if limit is not None and search.nodes >= limit:
             return "nodes"
         _, _, node = heapq.heappop(search.heap)
-        if search.regroup(node):  # filed again with a lower bound, or pruned
+        sliced = _slices(pool) and node.unstable > search.options.mip_at
+        if not sliced and search.regroup(node):  # filed again with a lower bound, or pruned
             continue
-        search.nodes += 1
-        if node.unstable <= search.options.mip_at:
+        if not sliced:  # a slice counts the nodes it expands itself
+            search.nodes += 1
+        if sliced or node.unstable <= search.options.mip_at:
             tag = next(tags)
             tries[tag] = 1
             search.flying[tag] = node
-            pool.submit(tag, node, search.lower)
+            _send(search, pool, tag, node)
         else:
             search.split(node)
     return "done"
 
 
+def _slices(pool: PartPool) -> bool:
+    return isinstance(pool, SlicePool)
+
+
+def _send(search: Searching, pool: PartPool, tag: int, node: BabNode) -> None:
+    """A node to the pool: a part to solve, or (a larger one, to a :class:`SlicePool`) a slice
+    to run below it."""
+    if node.unstable <= search.options.mip_at:
+        pool.submit(tag, node, search.lower)
+    else:
+        assert isinstance(pool, SlicePool)
+        floor = -search.heap[0][0] if search.heap else 0.0
+        pool.expand(tag, node, (search.lower, floor), search.options)
+
+
 def _waits(search: Searching, pool: PartPool) -> bool:
-    """Nothing to expand now: no open node, or the best one is a part and no worker is free."""
+    """Nothing to expand now: no open node, or the best one goes to the pool (a part, or any
+    node where the pool runs slices) and no worker is free."""
     if not search.heap:
         return bool(search.flying)
-    return search.heap[0][2].unstable <= search.options.mip_at and pool.free() <= 0
+    to_pool = _slices(pool) or search.heap[0][2].unstable <= search.options.mip_at
+    return to_pool and pool.free() <= 0
 
 
 def _wait_time(search: Searching) -> float:
@@ -164,9 +236,12 @@ def _land(
         if tries[tag] < policy.BATCH_ATTEMPTS:
             tries[tag] += 1
             search.flying[tag] = node
-            pool.submit(tag, node, search.lower)
+            _send(search, pool, tag, node)
         else:  # its own bound still covers D_S
             search.unclosed = max(search.unclosed, node.upper)
+        return
+    if isinstance(outcome, Expanded):
+        _merge(search, outcome, node is not None)
         return
     if outcome is None:
         if node is not None:
@@ -180,4 +255,26 @@ def _land(
     search.fold(node, outcome)
 
 
-__all__ = ["PartLost", "PartOutcome", "PartPool", "run_pooled"]
+def _merge(search: Searching, expanded: Expanded, open_: bool) -> None:
+    """A slice's outcome: its attained value offered, its settled and unclosed bounds and its
+    counts added, and the nodes it left open filed (unless its node was pruned in flight: then
+    they are pruned too, their bounds being at most its bound)."""
+    if expanded.point is not None:
+        search.offer(expanded.lower, expanded.point, expanded.certified)
+    search.settled = max(search.settled, expanded.settled)
+    search.unclosed = max(search.unclosed, expanded.unclosed)
+    nodes, pruned, leaves, empty, regrouped = expanded.counts
+    search.nodes += nodes
+    search.pruned += pruned
+    search.leaves += leaves
+    search.empty += empty
+    search.regrouped += regrouped
+    for child in expanded.open_nodes:
+        if open_ and not search.prunable(child.upper):
+            heapq.heappush(search.heap, (-child.upper, next(search.order), child))
+        else:
+            search.pruned += 1
+            search.settled = max(search.settled, child.upper)
+
+
+__all__ = ["Expanded", "PartLost", "PartOutcome", "PartPool", "SlicePool", "run_pooled"]

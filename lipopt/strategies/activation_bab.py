@@ -25,7 +25,13 @@ from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activa
 from lipopt.search.activation_rules import supports_parts
 from lipopt.solvers import NoBoundError, SolverFailure
 from lipopt.strategies.bab_parts import part_solver
-from lipopt.strategies.bab_pool import DaskParts, LocalParts, PartSettings, open_pool
+from lipopt.strategies.bab_pool import (
+    DaskParts,
+    LocalParts,
+    LocalSlices,
+    PartSettings,
+    open_pool,
+)
 from lipopt.strategies.context import Context
 
 #: how the answer names its solver
@@ -97,7 +103,8 @@ def _searched(
     if node.options.mip_at > 0 and supports_parts(query):  # first: a cluster error at once
         refinements = ctx.policy.bab_part_refinements
         solve_part = part_solver(query, deadline, node.solver, refinements=refinements)
-        settings = PartSettings(node.solver, refinements, deadline, ctx.say)
+        slices = ctx.policy.bab_slice_seconds
+        settings = PartSettings(node.solver, refinements, deadline, ctx.say, slices)
         parts = open_pool(query, settings, node.workers, node.scheduler)
         ctx.say(_pool_line(parts))
     try:
@@ -125,6 +132,8 @@ def _pool_line(parts: LocalParts | DaskParts | None) -> str:
     if isinstance(parts, DaskParts):
         where = f"activation branch and bound: part MIPs on the Dask cluster at {parts.address}"
         return where + parts.note()
+    if isinstance(parts, LocalSlices):
+        return f"activation branch and bound: parts and part MIPs on {parts.count} processes"
     if isinstance(parts, LocalParts):
         return f"activation branch and bound: part MIPs on {parts.count} processes"
     return "activation branch and bound: part MIPs in this process, in turn"

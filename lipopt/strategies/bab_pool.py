@@ -25,8 +25,9 @@ from typing import Any
 from lipopt.parallel.cluster import connect, held
 from lipopt.parallel.workers import ForkedWorkers, WorkerLost, available_cores, worker_count
 from lipopt.query import Query
-from lipopt.search.bab_node import BabNode, PartAnswer
-from lipopt.search.bab_pool import PartLost, PartOutcome
+from lipopt.search.bab_node import ActivationBabOptions, BabNode, PartAnswer
+from lipopt.search.bab_pool import Expanded, PartLost, PartOutcome
+from lipopt.search.bab_slice import SliceWorker
 from lipopt.strategies.bab_parts import solve_node
 
 #: Dask's client log, silenced from a lost scheduler on until the pool closes
@@ -47,12 +48,14 @@ def solve_remote(
 @dataclass(frozen=True)
 class PartSettings:
     """How every part is solved, wherever: the MIP solver, the refinements of its bounds, the
-    query's deadline (``time.perf_counter()``; None: none), and where progress lines go."""
+    query's deadline (``time.perf_counter()``; None: none), and where progress lines go; and
+    the seconds of a slice of the search below a node (0: the workers take parts only)."""
 
     solver: str
     refinements: int
     deadline: float | None
     say: Callable[[str], None]
+    slice_seconds: float = 0.0
 
     def solve_here(self, query: Query, node: BabNode, lower: float) -> PartAnswer | None:
         """:func:`solve_remote` in this process, within what is left of the deadline."""
@@ -105,6 +108,43 @@ class LocalParts:
 
     def close(self) -> None:
         self.workers.close()
+
+
+@dataclass(frozen=True)
+class SliceTask:
+    """A slice of the search below ``node`` from the ``cutoffs`` (the best value attained, the
+    best bound left open), with its options."""
+
+    node: BabNode
+    cutoffs: tuple[float, float]
+    options: ActivationBabOptions
+
+
+class LocalSlices(LocalParts):
+    """:class:`LocalParts` whose workers also run slices of the search below a node
+    (:class:`~lipopt.search.bab_pool.SlicePool`): each keeps its own
+    :class:`~lipopt.search.bab_slice.SliceWorker` from slice to slice."""
+
+    def __init__(self, count: int, query: Query, settings: PartSettings) -> None:
+        query.split_root()
+        slices = SliceWorker(query)  # each forked worker has its own copy
+
+        def handle(task: tuple[BabNode, float] | SliceTask) -> PartAnswer | Expanded | None:
+            if isinstance(task, SliceTask):
+                until = time.perf_counter() + settings.slice_seconds
+                if settings.deadline is not None:
+                    until = min(until, settings.deadline)
+                return slices.run(task.node, task.cutoffs, task.options, until)
+            node, lower = task
+            return settings.solve_here(query, node, lower)
+
+        self.count = count
+        self.workers = ForkedWorkers(count, handle)
+
+    def expand(
+        self, tag: int, node: BabNode, cutoffs: tuple[float, float], options: ActivationBabOptions
+    ) -> None:
+        self.workers.submit(SliceTask(node, cutoffs, options), tag)
 
 
 class DaskParts:
@@ -238,7 +278,9 @@ def open_pool(
     count = worker_count(settings.solver, workers, available_cores())
     if count <= 1:
         return None
+    if settings.slice_seconds > 0:
+        return LocalSlices(count, query, settings)
     return LocalParts(count, query, settings)
 
 
-__all__ = ["DaskParts", "LocalParts", "PartSettings", "open_pool", "solve_remote"]
+__all__ = ["DaskParts", "LocalParts", "LocalSlices", "PartSettings", "open_pool", "solve_remote"]
