@@ -128,6 +128,11 @@ def targets(rows: list[dict[str, Any]]) -> list[str]:
     return lines or ["- no rows of the targets' networks in this run."]
 
 
+def _legend(argv: list[str]) -> str:
+    """The legend, naming ``bab=True`` where ``--bab`` asked for it instead of the defaults."""
+    return LEGEND.replace("lipopt's defaults", "`bab=True`") if "--bab" in argv else LEGEND
+
+
 def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     """The whole markdown file: header, rows, the groups' summary and the targets."""
     commits = "; ".join(f"{side} at {where}" for side, where in meta["commits"].items())
@@ -135,7 +140,7 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "# Brackets at scale (issue 45)", "",
         f"Command: `python benchmarks/scale.py {' '.join(meta['argv'])}`  ",
         f"Machine: {meta['stamp']}.  ", f"Code: {commits}.  ",
-        f"Time limit {meta['limit']:g} s per solve.", "", LEGEND, "",
+        f"Time limit {meta['limit']:g} s per solve.", "", _legend(meta["argv"]), "",
         "| network | radius | image | side | status | bracket | ratio | exact | unstable "
         "| sub-domains | binaries | seconds | peak MB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",

@@ -334,13 +334,13 @@ class SolveConfig:
         None, kind=Kind.VALUE, group=Group.SPEED, type=int, metavar="N", check=check_count,
         doc=(
             "processes for independent solves: the race of the two formulations, the splits' "
-            "halves, the ℓ1 norm's candidates and the branch and bound's part MIPs solved side "
-            "by side (HiGHS, SCIP); `1`: none"
+            "halves, the ℓ1 norm's candidates, and the branch and bound's part MIPs and slices "
+            "of its search solved side by side (HiGHS, SCIP); `1`: none"
         ),
         shown="one per core",
         help="processes for independent solves: the race of the two formulations, the l1 "
-        "norm's candidates and --bab's part MIPs solved side by side (HiGHS, SCIP); default: "
-        "one per core; 1: none",
+        "norm's candidates, and --bab's part MIPs and slices of its search side by side "
+        "(HiGHS, SCIP); default: one per core; 1: none",
     )  # fmt: skip
     scheduler: str | None = option(
         None, kind=Kind.VALUE, group=Group.SPEED, type=str, metavar="ADDRESS", check=check_text,
