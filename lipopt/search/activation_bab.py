@@ -72,7 +72,7 @@ from lipopt.search.bab_node import (
     SolvePart,
     start_witness,
 )
-from lipopt.search.bab_pool import PartPool, run_pooled
+from lipopt.search.bab_pool import PartPool, prune_open, run_pooled
 from lipopt.search.kinds import identity_active, unstable_count
 from lipopt.status import Status
 from lipopt.verify import Dimension, check_region
@@ -287,10 +287,7 @@ class _Search:
         limit = self.options.node_limit
         while self.heap:
             top = self.heap[0][2]
-            if self.prunable(top.upper):  # the heap's largest bound: every open node goes
-                self.pruned += len(self.heap)
-                self.settled = max(self.settled, top.upper)
-                self.heap.clear()
+            if prune_open(self):  # the heap's largest bound: every open node goes
                 break
             if self.deadline is not None and time.perf_counter() >= self.deadline:
                 return "time"

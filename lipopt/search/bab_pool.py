@@ -212,12 +212,20 @@ def _wait_time(search: Searching) -> float:
     return max(0.0, min(WAIT_SECONDS, search.deadline - time.perf_counter()))
 
 
+def prune_open(search: Searching) -> bool:
+    """Every open node, where the heap's largest bound is within the gap of ``lower``: pruned
+    (that bound settled); whether they went."""
+    if not search.heap or not search.prunable(search.heap[0][2].upper):
+        return False
+    search.pruned += len(search.heap)
+    search.settled = max(search.settled, search.heap[0][2].upper)
+    search.heap.clear()
+    return True
+
+
 def _prune(search: Searching) -> None:
     """Every open node and part in flight whose ``U_S`` is within the gap of ``lower``."""
-    if search.heap and search.prunable(search.heap[0][2].upper):  # the heap's largest bound
-        search.pruned += len(search.heap)
-        search.settled = max(search.settled, search.heap[0][2].upper)
-        search.heap.clear()
+    prune_open(search)
     for tag, node in list(search.flying.items()):
         if search.prunable(node.upper):
             del search.flying[tag]
@@ -277,4 +285,6 @@ def _merge(search: Searching, expanded: Expanded, open_: bool) -> None:
             search.settled = max(search.settled, child.upper)
 
 
-__all__ = ["Expanded", "PartLost", "PartOutcome", "PartPool", "SlicePool", "run_pooled"]
+__all__ = [
+    "Expanded", "PartLost", "PartOutcome", "PartPool", "SlicePool", "prune_open", "run_pooled",
+]  # fmt: skip

@@ -26,7 +26,7 @@ import time
 from lipopt.query import Query
 from lipopt.search.activation_bab import _Search
 from lipopt.search.bab_node import ActivationBabOptions, BabNode
-from lipopt.search.bab_pool import Expanded
+from lipopt.search.bab_pool import Expanded, prune_open
 
 
 def run_slice(
@@ -45,10 +45,7 @@ def run_slice(
     heapq.heappush(search.heap, (-node.upper, next(search.order), node))
     while search.heap and time.perf_counter() < until:
         top = search.heap[0][2]
-        if search.prunable(top.upper):  # the heap's largest bound: every open node goes
-            search.pruned += len(search.heap)
-            search.settled = max(search.settled, top.upper)
-            search.heap.clear()
+        if prune_open(search):  # the heap's largest bound: every open node goes
             break
         if top.upper < floor:  # the sending search holds a better node: back to best first
             break
