@@ -179,7 +179,8 @@ def lipschitz(
             side (:mod:`lipopt.parallel.workers`; HiGHS and SCIP). None (the default): one per
             core; 1:
             everything in this process. With ``bab=True`` also the branch and bound's part
-            MIPs (:mod:`lipopt.strategies.bab_pool`).
+            MIPs and slices of its search below its nodes (:mod:`lipopt.strategies.bab_pool`,
+            :mod:`lipopt.search.bab_slice`).
         scheduler: with ``bab=True``, the address of a Dask scheduler (e.g.
             ``"tcp://scheduler.example:8786"``) whose workers solve the branch and bound's part
             MIPs instead of this machine's processes; only the parts go there. Needs the
