@@ -154,20 +154,21 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
     tags = itertools.count()
     tries: dict[int, int] = {}
     limit = search.options.node_limit
+    slicing = isinstance(pool, SlicePool)  # once: a runtime protocol check reads every member
     while search.heap or search.flying:
         _prune(search)
-        wait = _waits(search, pool)
+        wait = _waits(search, pool, slicing)
         for tag, outcome in pool.answers(_wait_time(search) if wait else 0.0):
             _land(search, pool, tag, outcome, tries)
         _prune(search)
         if search.deadline is not None and time.perf_counter() >= search.deadline:
             return "time"
-        if not search.heap or _waits(search, pool):
+        if not search.heap or _waits(search, pool, slicing):
             continue
         if limit is not None and search.nodes >= limit:
             return "nodes"
         _, _, node = heapq.heappop(search.heap)
-        sliced = _slices(pool) and node.unstable > search.options.mip_at
+        sliced = slicing and node.unstable > search.options.mip_at
         if not sliced and search.regroup(node):  # filed again with a lower bound, or pruned
             continue
         if not sliced:  # a slice counts the nodes it expands itself
@@ -182,10 +183,6 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
     return "done"
 
 
-def _slices(pool: PartPool) -> bool:
-    return isinstance(pool, SlicePool)
-
-
 def _send(search: Searching, pool: PartPool, tag: int, node: BabNode) -> None:
     """A node to the pool: a part to solve, or (a larger one, to a :class:`SlicePool`) a slice
     to run below it."""
@@ -197,12 +194,12 @@ def _send(search: Searching, pool: PartPool, tag: int, node: BabNode) -> None:
         pool.expand(tag, node, (search.lower, floor), search.options)
 
 
-def _waits(search: Searching, pool: PartPool) -> bool:
+def _waits(search: Searching, pool: PartPool, slicing: bool) -> bool:
     """Nothing to expand now: no open node, or the best one goes to the pool (a part, or any
     node where the pool runs slices) and no worker is free."""
     if not search.heap:
         return bool(search.flying)
-    to_pool = _slices(pool) or search.heap[0][2].unstable <= search.options.mip_at
+    to_pool = slicing or search.heap[0][2].unstable <= search.options.mip_at
     return to_pool and pool.free() <= 0
 
 

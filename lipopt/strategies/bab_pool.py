@@ -72,13 +72,17 @@ class LocalParts:
 
     def __init__(self, count: int, query: Query, settings: PartSettings) -> None:
         query.split_root()  # once, here: the workers inherit it
+        self.count = count
+        self.workers = ForkedWorkers(count, self.handler(query, settings))
+
+    def handler(self, query: Query, settings: PartSettings) -> Callable[[Any], Any]:
+        """What each worker calls on a task: a part's MIP."""
 
         def handle(task: tuple[BabNode, float]) -> PartAnswer | None:
             node, lower = task
             return settings.solve_here(query, node, lower)
 
-        self.count = count
-        self.workers = ForkedWorkers(count, handle)
+        return handle
 
     def free(self) -> int:
         return len(self.workers.free)
@@ -125,21 +129,20 @@ class LocalSlices(LocalParts):
     (:class:`~lipopt.search.bab_pool.SlicePool`): each keeps its own
     :class:`~lipopt.search.bab_slice.SliceWorker` from slice to slice."""
 
-    def __init__(self, count: int, query: Query, settings: PartSettings) -> None:
-        query.split_root()
+    def handler(self, query: Query, settings: PartSettings) -> Callable[[Any], Any]:
+        """What each worker calls on a task: a slice, or a part's MIP."""
         slices = SliceWorker(query)  # each forked worker has its own copy
+        part = super().handler(query, settings)
 
         def handle(task: tuple[BabNode, float] | SliceTask) -> PartAnswer | Expanded | None:
-            if isinstance(task, SliceTask):
-                until = time.perf_counter() + settings.slice_seconds
-                if settings.deadline is not None:
-                    until = min(until, settings.deadline)
-                return slices.run(task.node, task.cutoffs, task.options, until)
-            node, lower = task
-            return settings.solve_here(query, node, lower)
+            if not isinstance(task, SliceTask):
+                return part(task)  # type: ignore[no-any-return]
+            until = time.perf_counter() + settings.slice_seconds
+            if settings.deadline is not None:
+                until = min(until, settings.deadline)
+            return slices.run(task.node, task.cutoffs, task.options, until)
 
-        self.count = count
-        self.workers = ForkedWorkers(count, handle)
+        return handle
 
     def expand(
         self, tag: int, node: BabNode, cutoffs: tuple[float, float], options: ActivationBabOptions
