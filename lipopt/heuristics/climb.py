@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from lipopt.domain import Box, Domain, LinfBall
+from lipopt.domain import Box, Domain, L1Ball, L2Ball, LinfBall
 from lipopt.heuristics.target import FloatArray
 from lipopt.highs_lp import LpStatus, solve_lp
 from lipopt.lazy import lazy_module
@@ -51,6 +51,9 @@ IMPROVEMENT = 1e-9
 #: a batch of wider moves (two gates or more) is scored only if its patterns × (hidden neurons +
 #: inputs) is at most this (4.4 million for three gates of [10,20,30,20,2]: about 100 MB at peak)
 MAX_WIDE_ENTRIES = 5_000_000
+#: :func:`reachable_flips` keeps a gate unless its other sign is out of reach by more than this
+#: (relative to the pre-activation's size): rounding never hides a region from the climb
+REACH_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,30 @@ def _deep_point(
     return np.clip(answer.x[:d], lower, upper)
 
 
+def reachable_flips(
+    network: Network, pattern: list[FloatArray], domain: Domain
+) -> NDArray[np.bool_]:
+    """Per hidden neuron (layers concatenated), whether its other sign is reached anywhere in
+    the domain by its pre-activation's affine map on ``pattern``'s region, ``z = A x + d``
+    (:func:`pattern_affine_maps`): ``min z < 0`` for an active gate, ``max z > 0`` for an
+    inactive one, the range taken over an ℓ1 or ℓ2 ball exactly (``A x_0 + d ± ρ ||A_i||_*``),
+    else over the domain's bounding box, and widened. Flipping one gate leaves that neuron's
+    map as it is (only later layers' maps change), so a neuron marked False has no one-gate
+    neighbour region in the domain: the climb need not spend a margin LP on it."""
+    reached = []
+    for (a_mat, d_vec), mask in zip(pattern_affine_maps(network, pattern), pattern):
+        if isinstance(domain, (L1Ball, L2Ball)):
+            mid = a_mat @ domain.center + d_vec
+            spread = domain.radius * np.linalg.norm(a_mat, ord=domain.dual_order, axis=1)
+        else:
+            low, high = domain.bounding_box()
+            mid = a_mat @ ((low + high) / 2.0) + d_vec
+            spread = np.abs(a_mat) @ ((high - low) / 2.0)
+        slack = REACH_SLACK * (1.0 + np.abs(mid) + spread)
+        reached.append(np.where(mask > 0.5, mid - spread < slack, mid + spread > -slack))
+    return np.concatenate(reached) if reached else np.zeros(0, dtype=bool)
+
+
 def _key(pattern: list[FloatArray]) -> bytes:
     """A pattern's gates as bytes (a dictionary key)."""
     return np.concatenate(pattern).astype(np.int8).tobytes() if pattern else b""
@@ -199,7 +226,10 @@ def _ascend(
     while flips <= max_flips:
         if flips > 1 and regions.late():
             break
-        batch = _flips(pattern, flips, network.input_dim, movable)
+        gates = movable
+        if flips == 1 and movable is not None:
+            gates = movable & reachable_flips(network, pattern, regions.domain)
+        batch = _flips(pattern, flips, network.input_dim, gates)
         moved = False
         if batch is not None:
             scores = np.asarray(dual_norm(network.pattern_gradients(batch, c), norm))

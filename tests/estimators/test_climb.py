@@ -10,7 +10,7 @@ import pytest
 
 from lipopt import Affine, Box, L1Ball, LinfBall, Network, ReLU
 from lipopt.heuristics import climb as climb_module
-from lipopt.heuristics.climb import _deep_point, _flips, pattern_climb
+from lipopt.heuristics.climb import _deep_point, _flips, pattern_climb, reachable_flips
 from lipopt.kinks import is_differentiable_at
 from lipopt.norms import dual_norm
 from lipopt.verify import Dimension, check_region
@@ -111,6 +111,32 @@ def test_climb_stops_at_a_local_maximum_of_the_oracle_regions(seed, kind, norm, 
         assert found.value <= truth.value * (1 + 1e-9) + 1e-12
         start_value = float(dual_norm(net.gradients(start, c), norm))
         assert found.value >= start_value * (1 - 1e-9) - 1e-12
+
+
+@pytest.mark.parametrize("kind", range(len(DOMAINS)))
+@pytest.mark.parametrize("seed", range(3))
+def test_the_flip_screen_keeps_every_one_gate_neighbour_the_oracle_knows(seed, kind):
+    """``reachable_flips`` on each region of the oracle's full list: every neuron whose one-gate
+    flip is another region of the domain is kept; some neurons are screened out (else the
+    screen would be idle), on every domain kind."""
+    rng = np.random.default_rng(500 + seed)
+    widths = [3, 6, 5, 1] if seed % 2 == 0 else [2, 5, 4, 3, 1]
+    net = random_network(rng, widths)
+    domain = DOMAINS[kind](widths[0])
+    truth = brute_force_lipschitz(*from_lipopt(net, domain), None, "linf", collect_regions=True)
+    known = {tuple(np.concatenate(r.pattern).astype(int)) for r in truth.regions}
+    screened = 0
+    for region in truth.regions:
+        pattern = [np.asarray(m, dtype=np.float64) for m in region.pattern]
+        kept = reachable_flips(net, pattern, domain)
+        flat = np.concatenate(pattern).astype(int)
+        for j in range(flat.size):
+            flipped = flat.copy()
+            flipped[j] = 1 - flipped[j]
+            if tuple(flipped) in known:
+                assert kept[j], (region.pattern, j)
+        screened += int(np.count_nonzero(~kept))
+    assert len(known) > 1 and screened > 0
 
 
 @pytest.mark.parametrize("kind", [0, 1])
