@@ -55,8 +55,7 @@ AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE = 300_000
 #: bundled digits CNN (60 s) searches under the node projection limit ran out the limit and left
 #: the interval bound (image 7, radius 0.01: 1709; image 6, 0.05: 10544); giving up early let the
 #: MIP bracket them at [282.3, 297.1] and [343.8, 1220.3]. speed.py's [64,20,20,2] ℓ∞ ball (seed
-#: 0), whose search finishes in 10 s, keeps it at 2 (with a factor of 1 it gave up and the MIP
-#: took 48 s).
+#: 0), whose search finishes in 10 s, keeps it at 2 (at 1 it gave up and the MIP took 48 s)
 AUTO_REGION_LATE_FACTOR = 2.0
 
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
@@ -70,6 +69,9 @@ ATTACK_STEPS = 400
 #: in 24.0-26.4 s (up to half of a 60 s search, their cap ATTACK_LIMIT_SHARE), better once in
 #: five; on the digits MLP at 0.1 and the MNIST-shaped MLP and CNN the 8 attained as much or more
 BAB_ATTACK_RESTARTS = 8
+#: ... then the full attack (ATTACK_RESTARTS) where its estimate, the short one's time x 64/8, fits
+#: this share of the limit: [10,20,30,20,2]'s unit box, seed 0: 5.427 -> 5.951 in 1.3 s (60 s)
+BAB_FULL_ATTACK_SHARE = 0.05
 
 #: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
 #: x inputs floats, several times over; above this many entries the attack makes random moves
@@ -85,8 +87,7 @@ ATTACK_LIMIT_SHARE = 0.5
 
 #: the pattern climb from the attack's point or the best sampled points
 #: (:func:`lipopt.heuristics.starts.climb`): its budget of margin LPs (1-3 ms each on the speed
-#: benchmark's networks), and how many of the best sampled points it also starts from after
-#: the attack
+#: benchmark's networks), and how many of the best sampled points it also starts from
 CLIMB_CHECKS = 200
 CLIMB_SAMPLED_STARTS = 3
 
@@ -200,15 +201,15 @@ BAB_PART_REFINEMENTS = 20
 #: answers on the three easy cases, but on the five stopped ones a larger upper bound on three
 #: ([10,20,20,1] seed 0: 15.9 against 12.6 for the plan alone) and a worse ratio on four (the
 #: digits CNN: 4.29 against 4.09): half the limit costs the plan more than the branch and bound
-#: gains in the other half. Not adopted: 1.0
+#: gains in the other half
 BAB_AFTER_SHARE = 1.0
 #: ... and only when at least this many seconds are left for it
 MIN_BAB_SECONDS = 2.0
-#: where the formulations race (``formulation="auto"``, the ℓ∞ input norm, ``bab="auto"``) and at
-#: least this share of the neurons with a kink are unstable under linear bounds, the backward MIP
-#: races the activation branch and bound in the forward MIP's place (and the leader is not split);
-#: the answer keeps the better bounds of both. benchmarks/bab_race.py at 60 s (results/bab_race.md):
-#: the branch and bound's bracket was tighter on the four cases with 64-100 % unstable (the 8x8
+#: where the formulations would race (``formulation="auto"``, the ℓ∞ input norm, ``bab="auto"``)
+#: and at least this share of the neurons with a kink are unstable under linear bounds, the
+#: activation branch and bound runs alone on every core instead (on a Dask cluster it races the
+#: backward MIP in the forward MIP's place). Racing, benchmarks/bab_race.py at 60 s
+#: (results/bab_race.md): its bracket was tighter on the four cases with 64-100 % unstable (the 8x8
 #: digits MLP at radius 0.1, images 0 and 1: ratio 1.61 -> 1.43 and 1.98 -> 1.64; [64,20,20,2] on
 #: the unit box: 3.02 -> 2.18; its ball: the same answer), and looser on those with 17-42 % (the
 #: digits MLP at 0.05, image 1: exact in 42 s against 1.11; the digits CNN at 0.05: 1.41 -> 1.51 and
@@ -291,24 +292,22 @@ LEADER_AFTER = 30.0
 EARLY_LEADER_AFTER = 10.0
 DECISIVE_RATIO = 1.3
 
-#: a hidden neuron whose incoming (row and bias) and outgoing (column) norms differ by more
-#: than this factor is rescaled by a power of two before anything else (:mod:`lipopt.balance`;
-#: the function is unchanged bit for bit). Measured (issue 31's fuzz test): neurons scaled by
-#: 1e6 with 1e-6 outgoing made HiGHS return wrong optimal bounds on 4 of 900 networks; trained
-#: networks have no neuron this far off, so nothing changes for them
+#: a hidden neuron whose incoming (row and bias) and outgoing (column) norms differ by more than
+#: this factor is rescaled by a power of two first (:mod:`lipopt.balance`; the function is unchanged
+#: bit for bit). Issue 31's fuzz test: neurons scaled by 1e6 with 1e-6 outgoing made HiGHS return
+#: wrong optimal bounds on 4 of 900 networks; trained networks have none this far off
 BALANCE_RATIO = 2.0**16
 
 #: batches (:mod:`lipopt.batch`): how many times a query is started before it is recorded as
-#: ``failed`` when its worker process dies under it (killed, out of memory) — a second and third
-#: try cover a worker lost for reasons of its own; a query that kills its worker three times is
-#: not going to finish
+#: ``failed`` when its worker process dies under it (killed, out of memory): a second and third try
+#: cover a worker lost for reasons of its own
 BATCH_ATTEMPTS = 3
 #: batches: seconds between progress lines when stderr is not a terminal (a log file: a line
 #: per finished query would flood it for small queries, and none for an hour would look dead)
 BATCH_PROGRESS_SECONDS = 10.0
 
-#: ``lipopt batch --scheduler``: seconds to wait for the Dask scheduler before saying it cannot
-#: be reached (distributed's own default is 30 s; a local scheduler answers in milliseconds)
+#: ``lipopt batch --scheduler``: seconds to wait for the Dask scheduler before saying it cannot be
+#: reached (distributed's default: 30 s; a local scheduler answers in milliseconds)
 CLUSTER_CONNECT_SECONDS = 10.0
 
 #: the largest PSD block Clarabel is given by shor and hr2 (Clarabel is their default solver):
@@ -334,6 +333,7 @@ class Policy:
     attack_restarts: int
     attack_steps: int
     bab_attack_restarts: int
+    bab_full_attack_share: float
     attack_flip_max_entries: int
     attack_limit_share: float
     climb_checks: int

@@ -93,7 +93,11 @@ def _race(node: Race, indent: str) -> list[str]:
         rules = [] if node.bab_from_share is None else [f"{node.bab_from_share:.0%}"]
         rules += [] if node.bab_from_count is None else [str(node.bab_from_count)]
         lines.append(
-            f"{indent}  from {' or '.join(rules)} unstable neurons: the "
-            f"{node.bab_racer.name} in the forward model's place, no leader split"
+            f"{indent}  from {' or '.join(rules)} unstable neurons: the {node.bab_racer.name} "
+            + (
+                "alone on every core instead"
+                if node.config.scheduler is None
+                else "in the forward model's place, no leader split"
+            )
         )
     return lines

@@ -129,10 +129,11 @@ class Race:
         racers: the two racers.
         instead: ``sign_split``: the backward model split on a gradient sign instead of racing.
         split_leader: stop the racers at the decision and split the leader.
-        bab_racer: the activation branch and bound, which takes the forward racer's place (and
-            the leader split is off) where at least ``bab_from_share`` of the neurons with a
-            kink (None: no share rule), or at least ``bab_from_count`` of them, are unstable
-            under linear bounds when the race starts; None: never.
+        bab_racer: the activation branch and bound, which runs alone on every core instead of
+            the race (on a Dask cluster: takes the forward racer's place, and the leader split
+            is off) where at least ``bab_from_share`` of the neurons with a kink (None: no share
+            rule), or at least ``bab_from_count`` of them, are unstable under linear bounds when
+            the race starts; None: never.
     """
 
     config: SolveConfig

@@ -19,6 +19,7 @@ from lipopt.bracket import FINISHED, Bracket, add_timings, meet
 from lipopt.heuristics.starts import attack_witness
 from lipopt.heuristics.witness import Witness, value_at
 from lipopt.plan.nodes import ActivationBab, BabAfter
+from lipopt.policy import Policy
 from lipopt.progress import counted
 from lipopt.query import Query
 from lipopt.search.activation_bab import ActivationBabOutcome, SolvePart, activation_bab_on
@@ -142,16 +143,32 @@ def _pool_line(parts: LocalParts | DaskParts | None) -> str:
 def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context) -> Witness | None:
     """The MIP strategy's start point (the gradient attack, the best samples and the pattern
     climb, verified), with the policy's ``bab_attack_restarts`` searches, for a fixed c, within
-    its share of the limit; None for an output norm or where the node has no attack (the
-    search then starts from its own short attack)."""
+    its share of the limit; then, where :func:`_full_attack_pays`, again with the MIP's
+    ``attack_restarts``, the better point kept. None for an output norm or where the node has
+    no attack (the search then starts from its own short attack)."""
     if not query.fixed_c or not node.attack:
         return None
-    policy = replace(ctx.policy, attack_restarts=ctx.policy.bab_attack_restarts)
-    by = None if limit is None else time.perf_counter() + policy.attack_limit_share * limit
-    found = attack_witness(query, policy, node.options.rng_seed, by)
+    began = time.perf_counter()
+    short = replace(ctx.policy, attack_restarts=ctx.policy.bab_attack_restarts)
+    by = None if limit is None else began + short.attack_limit_share * limit
+    found = attack_witness(query, short, node.options.rng_seed, by)
+    if _full_attack_pays(time.perf_counter() - began, limit, ctx.policy):
+        full = attack_witness(query, ctx.policy, node.options.rng_seed, by)
+        if full is not None and (found is None or full.norm_value > found.norm_value):
+            found = full
     if found is not None:
         ctx.say(f"attack: {found.norm_value:.6g} attained")
     return found
+
+
+def _full_attack_pays(spent: float, limit: float | None, policy: Policy) -> bool:
+    """The full attack (``attack_restarts`` searches), estimated at ``spent`` seconds (the short
+    one's) times the ratio of the two attacks' searches, fits in ``bab_full_attack_share`` of
+    the limit (always, without a limit)."""
+    if limit is None:
+        return True
+    estimate = spent * policy.attack_restarts / max(policy.bab_attack_restarts, 1)
+    return estimate <= policy.bab_full_attack_share * limit
 
 
 def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:

@@ -8,23 +8,25 @@ left
 — with ``split_leader`` until ``leader_after`` seconds, or earlier on a clear lead
 (:func:`decisive`), then the leader solved again split in halves on both cores
 (:func:`_split_leader`) — or, with ``sign_split``, the backward model split on a gradient sign
-instead of the race (:func:`_split_instead`). Every sub-question goes to the runner.
+instead of the race (:func:`_split_instead`). Where the plan offers the activation branch and
+bound and enough neurons are unstable (:func:`~lipopt.strategies.raced.bab_alone`), it runs
+alone on every core instead of the race (:func:`_bab_instead`); on a Dask cluster it races the
+backward model in the forward one's place (:func:`_with_bab`). Every sub-question goes to the
+runner.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from lipopt.balance import balanced
 from lipopt.bracket import Bracket, meet, noted
-from lipopt.config import LEVER_DEFAULTS, SolveConfig
 from lipopt.formulation.build import Formulation
-from lipopt.norms import InputNorm
 from lipopt.parallel import race as racing
 from lipopt.plan.nodes import Race, Racer
 from lipopt.policy import Policy
@@ -34,60 +36,7 @@ from lipopt.solvers import NoBoundError, SolverError
 from lipopt.status import Status
 from lipopt.strategies.context import Context, StopHook
 from lipopt.strategies.floor import kept_after
-
-
-@dataclass(frozen=True, eq=False)
-class Entry(Mapping[str, Any]):
-    """A racer's question: its configuration, read as :func:`lipopt.lipschitz`'s keywords
-    (with ``norm`` and ``c``) by whoever looks at the race's entries."""
-
-    config: SolveConfig
-    norm: InputNorm
-    c: Any
-
-    def __getitem__(self, key: str) -> Any:
-        if key in ("norm", "c"):
-            return getattr(self, key)
-        if key not in LEVER_DEFAULTS:
-            raise KeyError(key)
-        return getattr(self.config, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(("norm", "c", *LEVER_DEFAULTS))
-
-    def __len__(self) -> int:
-        return 2 + len(LEVER_DEFAULTS)
-
-    def but(self, **changes: Any) -> Entry:
-        """The same question with ``changes`` to its configuration."""
-        return replace(self, config=self.config.but(**changes))
-
-
-@dataclass(frozen=True)
-class _Raced:
-    """The question the probe, the racers and the splits after or instead of the race share;
-    ``asked`` is the query their sub-questions plan (rebalanced, as each has always been; the
-    query itself where that changes nothing, so they read the bounds it keeps)."""
-
-    node: Race
-    query: Query
-    ctx: Context
-    asked: Query
-
-    @property
-    def attack(self) -> bool:
-        """The attack of the racers and of the splits after or instead of the race: ``"auto"``
-        runs it there (the problem has proved hard)."""
-        attack = self.node.config.attack
-        return True if attack == "auto" else attack  # type: ignore[return-value]
-
-    def config(self, **own: Any) -> SolveConfig:
-        """A sub-question's configuration: the caller's, with ``own`` (:meth:`SolveConfig.sub`)."""
-        return self.node.config.sub(**own)
-
-    def solve(self, **own: Any) -> Bracket:
-        """The runner on this question under :meth:`config`."""
-        return self.ctx.runner.solve(self.asked, self.config(**own), self.ctx)
+from lipopt.strategies.raced import Entry, Raced, bab_alone, bab_takes, unstable_line
 
 
 def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bracket:
@@ -99,7 +48,7 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
     # the query itself where balancing changed nothing (configure balanced it): the bounds it
     # keeps are the sub-questions' too
     asked = query if network is query.network else replace(query, network=network)
-    problem = _Raced(node, query, ctx, asked)
+    problem = Raced(node, query, ctx, asked)
     probe_limit = policy.race_after if limit is None else min(policy.race_after, limit)
     probed: Bracket | None = None
     probe_error: NoBoundError | None = None
@@ -120,41 +69,30 @@ def run_race(node: Race, query: Query, limit: float | None, ctx: Context) -> Bra
         raise probe_error
     if node.instead:
         return _split_instead(problem, remaining, probed, probe_seconds)
+    if bab_alone(node, query):
+        return _bab_instead(problem, remaining, probed, probe_seconds)
     problem = _with_bab(problem)
     return _race(problem, remaining, probed, probe_seconds, probe_limit)
 
 
-def unstable_share(query: Query) -> float:
-    """The share of the neurons with a kink that linear bounds leave unstable on the domain."""
-    kinked = query.network.kinked_count
-    return query.bounds().unstable_count / kinked if kinked else 0.0
-
-
-def _with_bab(problem: _Raced) -> _Raced:
+def _with_bab(problem: Raced) -> Raced:
     """The race with the plan's branch and bound in the forward racer's place (and no leader
-    split) where at least ``bab_from_share`` of the kinked neurons (if set), or
-    ``bab_from_count`` of them, are unstable; else as planned."""
+    split) where :func:`~lipopt.strategies.raced.bab_takes` on a Dask cluster (there the branch
+    and bound's own search keeps one process); else as planned."""
     node = problem.node
-    if node.bab_racer is None:
-        return problem
-    share = unstable_share(problem.query)
-    count = problem.query.bounds().unstable_count
-    many = node.bab_from_count is not None and count >= node.bab_from_count
-    by_share = node.bab_from_share is not None and share >= node.bab_from_share
-    if not by_share and not many:
+    if node.bab_racer is None or not bab_takes(node, problem.query):
         return problem
     racers = tuple(
         node.bab_racer if racer.formulation is Formulation.FORWARD else racer
         for racer in node.racers
     )
     problem.ctx.say(
-        f"{count} neurons ({share:.0%}) are unstable: the {node.bab_racer.name} races in the "
-        "forward model's place"
+        f"{unstable_line(problem)}: the {node.bab_racer.name} races in the forward model's place"
     )
     return replace(problem, node=replace(node, racers=racers, split_leader=False))
 
 
-def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
+def _entries(problem: Raced, race_limit: float | None) -> dict[str, Entry]:
     """Each racer's question."""
     query = problem.query
     return {
@@ -178,7 +116,7 @@ def _entries(problem: _Raced, race_limit: float | None) -> dict[str, Entry]:
 
 
 def _race(
-    problem: _Raced,
+    problem: Raced,
     remaining: float | None,
     probed: Bracket | None,
     probe_seconds: float,
@@ -230,7 +168,7 @@ def _race(
 
 
 def _run_racers(
-    problem: _Raced,
+    problem: Raced,
     entries: dict[str, Entry],
     remaining: float | None,
     decide: bool,
@@ -268,7 +206,7 @@ def _run_racers(
     return winner, answers, decide
 
 
-def _racer_runner(problem: _Raced) -> Callable[[str, Entry, StopHook], Bracket]:
+def _racer_runner(problem: Raced) -> Callable[[str, Entry, StopHook], Bracket]:
     """What a racer's process runs: its question, silently, its MIPs reporting to ``stop``."""
     ctx = problem.ctx
 
@@ -301,7 +239,7 @@ def decisive(say: Say, rule: Policy) -> Callable[[float, dict[str, float]], bool
 
 
 def _split_leader(
-    problem: _Raced,
+    problem: Raced,
     answers: dict[str, Bracket],
     racer: Racer,
     remaining: float | None,
@@ -352,7 +290,7 @@ def _split_leader(
 
 
 def _split_instead(
-    problem: _Raced, remaining: float | None, probed: Bracket | None, probe_seconds: float
+    problem: Raced, remaining: float | None, probed: Bracket | None, probe_seconds: float
 ) -> Bracket:
     """Where the race would run: the backward model alone, its search split on a gradient sign
     (both cores), from the attack's cutoff and after the region search where no probe ran;
@@ -366,14 +304,45 @@ def _split_instead(
         else f"the backward ({solver}) model, its search split on a gradient sign (the "
         "regions searched first)..."
     )
+    own = dict(
+        regions=False if probe else "auto", split=False, time_limit=remaining,
+        formulation=Formulation.BACKWARD, solver=solver, attack=problem.attack, sign_split=True,
+    )  # fmt: skip
+    return _alone(problem, own, (probed, probe_seconds), "the split solve")
+
+
+def _bab_instead(
+    problem: Raced, remaining: float | None, probed: Bracket | None, probe_seconds: float
+) -> Bracket:
+    """Where :func:`~lipopt.strategies.raced.bab_alone`: the branch and bound alone instead of
+    the race, its search and part MIPs on every core (:mod:`lipopt.strategies.bab_pool`); met
+    with the probe's certified answer, if any. Racing, its search had one process and the
+    backward MIP the other, which on these networks explores few nodes."""
+    assert problem.node.bab_racer is not None  # bab_alone holds
+    problem.ctx.say(
+        f"{unstable_line(problem)}: the {problem.node.bab_racer.name} alone on every core "
+        "instead of the race..."
+    )
+    own = dict(
+        regions=False, split=False, time_limit=remaining, formulation=Formulation.FORWARD,
+        solver=problem.node.bab_racer.solver, attack=problem.attack, sign_split=False, bab=True,
+    )  # fmt: skip
+    return _alone(problem, own, (probed, probe_seconds), "the branch and bound")
+
+
+def _alone(
+    problem: Raced,
+    own: dict[str, Any],
+    probe: tuple[Bracket | None, float],
+    what: str,
+) -> Bracket:
+    """One solve instead of the race (its configuration ``own``), met with the probe's
+    certified answer, if any (``probe``: that answer and the probe's seconds)."""
+    probed, probe_seconds = probe
     try:
-        result = problem.solve(
-            regions=False if probe else "auto", split=False, time_limit=remaining,
-            formulation=Formulation.BACKWARD, solver=solver, attack=problem.attack,
-            sign_split=True,
-        )  # fmt: skip
+        result = problem.solve(**own)
     except SolverError as err:
-        return kept_after(probed, err, say, "the split solve")
+        return kept_after(probed, err, problem.ctx.say, what)
     if probed is None:
         return result
     met = meet([result, probed])

@@ -22,6 +22,7 @@ from lipopt.solvers import NoBoundError, SolverError, SolverFailure
 from lipopt.status import Status
 from lipopt.strategies.context import Context
 from lipopt.strategies.floor import carrying, floor_bracket, kept_after
+from lipopt.strategies.raced import bab_alone
 
 
 def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Context) -> Bracket:
@@ -52,7 +53,8 @@ def run_regions(node: RegionSearch, query: Query, limit: float | None, ctx: Cont
     left = None if limit is None else limit - bound_seconds
     time_to_race = left is None or left >= policy.min_race_seconds
     if node.race_now is not None and looks_hard and time_to_race:
-        say(f"{node.bounds} bounds: {unstable} of {hidden} neurons unstable; racing at once")
+        at_once = "the branch and bound" if bab_alone(node.race_now, query) else "racing"
+        say(f"{node.bounds} bounds: {unstable} of {hidden} neurons unstable; {at_once} at once")
         race_start = time.perf_counter()
         try:
             result = ctx.runner.run(node.race_now, query, left, ctx)

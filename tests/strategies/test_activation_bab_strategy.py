@@ -174,3 +174,44 @@ def test_the_planned_search_takes_the_policys_sign_groups(group, monkeypatch):
     result = lipopt.lipschitz(net, domain, bab=True, time_limit=60)
     oracle.assert_certified_exact(result.value, truth)
     assert (result.model_stats["bab_regrouped"] > 0) is (group > 0)
+
+
+@pytest.mark.parametrize("full_value, share, kept", [
+    (2.0, 1.0, 2.0), (0.5, 1.0, 1.0), (2.0, 0.0, 1.0), (2.0, None, 2.0),
+])  # fmt: skip
+def test_the_start_runs_the_full_attack_where_it_fits_and_keeps_the_better(
+    full_value, share, kept, monkeypatch
+):
+    """The start's short attack (``BAB_ATTACK_RESTARTS`` searches), then the full one
+    (``ATTACK_RESTARTS``) where the short one's time scaled by their ratio fits
+    ``BAB_FULL_ATTACK_SHARE`` of the limit (always without a limit: ``share`` None here): the
+    better of the two is the start. The attacks are stand-ins with known values."""
+    from lipopt.config import LEVER_DEFAULTS
+    from lipopt.configure import configure
+    from lipopt.heuristics.witness import Witness
+    from lipopt.plan import Facts, plan
+    from lipopt.progress import silent
+    from lipopt.strategies import activation_bab as strategy
+    from lipopt.strategies.context import Context
+
+    policy = lipopt.policy.Policy.current()
+    values = {policy.bab_attack_restarts: 1.0, policy.attack_restarts: full_value}
+    asked: list[int] = []
+
+    def stand_in(query, used, *args, **kwargs):
+        asked.append(used.attack_restarts)
+        return Witness(np.zeros(3), values[used.attack_restarts], True)
+
+    monkeypatch.setattr(strategy, "attack_witness", stand_in)
+    net = random_network(np.random.default_rng(3), [3, 10, 10, 1])
+    levers = {**LEVER_DEFAULTS, "bab": True}
+    query, config = configure(
+        net, lipopt.Box(np.zeros(3), np.ones(3)), "linf", (np.ones(1), None), levers, policy
+    )
+    node = plan(query, config, Facts(2, True, frozenset({"highs"})), policy)
+    limit = None if share is None else 60.0
+    policy = replace(policy, bab_full_attack_share=0.0 if share is None else share)
+    found = strategy._start(node, query, limit, Context(silent, policy, None))
+    assert found is not None and found.norm_value == kept
+    runs_full = share is None or share > 0
+    assert asked == [policy.bab_attack_restarts, policy.attack_restarts][: 1 + runs_full]

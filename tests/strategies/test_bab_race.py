@@ -1,16 +1,19 @@
-"""The activation branch and bound as the race's second racer (policy ``BAB_RACE_*``).
+"""The activation branch and bound in the race's place (policy ``BAB_RACE_*``).
 
-Where the formulations race, the planner offers the branch and bound as the alternative to the
-forward racer; the race takes it when at least ``BAB_RACE_MIN_UNSTABLE`` of the kinked neurons
-are unstable, or, on networks of ``BAB_RACE_MIN_INPUTS`` inputs or more, at least
-``BAB_RACE_UNSTABLE_SHARE`` of them. Checked: the planner's
+Where the formulations race, the planner offers the branch and bound as the alternative; the
+race strategy takes it when at least ``BAB_RACE_MIN_UNSTABLE`` of the kinked neurons are
+unstable, or, on networks of ``BAB_RACE_MIN_INPUTS`` inputs or more, at least
+``BAB_RACE_UNSTABLE_SHARE`` of them, and then runs it alone on every core instead of the race
+(on a Dask cluster it races the backward MIP in the forward one's place). Checked: the planner's
 rule, the share against a count of neurons whose sign changes over samples (a lower bound on
-the truly unstable ones), and whole answers against the brute-force oracle with the branch and
-bound racing (the policy lowered so that small networks race it)."""
+the truly unstable ones), whole answers against the brute-force oracle with the branch and
+bound taking the question (the policy lowered so that small networks take it), and the
+cluster's case of the rule."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,7 +27,7 @@ from lipopt.plan import Facts, plan
 from lipopt.plan.nodes import Race, RegionSearch
 from lipopt.policy import Policy
 from lipopt.query import Query
-from lipopt.strategies.race import unstable_share
+from lipopt.strategies.raced import bab_alone, bab_takes, unstable_share
 from tests.helpers import random_network
 from tests.oracle import brute_force_lipschitz, from_lipopt
 
@@ -93,27 +96,37 @@ def _raced_entries(monkeypatch) -> dict:
     return seen
 
 
+ALONE = "alone on every core instead of the race"
+
+
 @pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_race_with_the_branch_and_bound_answers_the_oracles_value(monkeypatch, seed):
+def test_the_branch_and_bound_alone_answers_the_oracles_value(monkeypatch, seed):
+    """Where the rule takes the branch and bound, no race runs: the branch and bound alone
+    (its progress line says so) answers the oracle's value, exact."""
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_INPUTS", 1)
     monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
     seen = _raced_entries(monkeypatch)
     net = random_network(np.random.default_rng(seed), [3, 10, 10, 1])
     box = Box(np.zeros(3), np.ones(3))
-    res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
+    said: list[str] = []
+    res = lipschitz(
+        net, box, c=np.ones(1), time_limit=60, regions=False, split=False, progress=said.append
+    )
     truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
-    assert any(entry["bab"] is True for entry in seen.values()), seen.keys()
+    assert not seen, seen.keys()
+    assert any(ALONE in line for line in said), said
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
 
 
 @pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 @pytest.mark.parametrize("by_count", [True, False])
-def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeypatch, by_count):
-    """On a network below ``BAB_RACE_MIN_INPUTS`` inputs the branch and bound races where at
-    least ``BAB_RACE_MIN_UNSTABLE`` neurons are unstable, and only there (a share of 0 does not
-    make it race); the answer is the oracle's."""
+def test_many_unstable_neurons_take_the_branch_and_bound_below_the_share(monkeypatch, by_count):
+    """On a network below ``BAB_RACE_MIN_INPUTS`` inputs the branch and bound takes the race's
+    place where at least ``BAB_RACE_MIN_UNSTABLE`` neurons are unstable, and only there (a
+    share of 0 does not make it): there no race runs, elsewhere the formulations race without
+    it; the answer is the oracle's."""
     net = random_network(np.random.default_rng(0), [3, 10, 10, 1])
     box = Box(np.zeros(3), np.ones(3))
     query = Query(net, box, InputNorm.LINF, np.ones(1))
@@ -123,23 +136,45 @@ def test_many_unstable_neurons_race_the_branch_and_bound_below_the_share(monkeyp
     monkeypatch.setattr(policy_module, "BAB_RACE_UNSTABLE_SHARE", 0.0)
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
     seen = _raced_entries(monkeypatch)
-    res = lipschitz(net, box, c=np.ones(1), time_limit=60, regions=False, split=False)
+    said: list[str] = []
+    res = lipschitz(
+        net, box, c=np.ones(1), time_limit=60, regions=False, split=False, progress=said.append
+    )
     truth = brute_force_lipschitz(*from_lipopt(net, box), c=np.ones(1), input_norm="linf").value
-    assert seen, "the race did not run"
-    assert any(entry["bab"] is True for entry in seen.values()) is by_count
+    assert bool(seen) is not by_count, "the race ran" if by_count else "the race did not run"
+    assert not any(entry["bab"] is True for entry in seen.values())
+    assert any(ALONE in line for line in said) is by_count
     assert res.status == "optimal"
     assert res.value == pytest.approx(truth, rel=1e-6)
 
 
+def test_on_a_dask_cluster_the_branch_and_bound_races_instead(monkeypatch):
+    """With a scheduler the rule still takes the branch and bound, but not alone: it races the
+    backward MIP in the forward racer's place (its own search keeps one process there)."""
+    net = random_network(np.random.default_rng(1), [6, 10, 10, 1])
+    box = LinfBall(np.full(6, 0.5), 0.5)
+    policy = Policy.current()
+    levers = {**LEVER_DEFAULTS, "time_limit": 60.0}
+    query, config = configure(net, box, "linf", (np.ones(1), None), levers, policy)
+    facts = Facts(2, True, frozenset({"highs", "scip"}))
+    count = query.bounds().unstable_count
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count)
+    node = _race_node(plan(query, config, facts, Policy.current()))
+    assert isinstance(node, Race) and bab_takes(node, query)
+    assert bab_alone(node, query)
+    clustered = replace(node, config=node.config.but(scheduler="tcp://127.0.0.1:1"))
+    assert bab_takes(clustered, query) and not bab_alone(clustered, query)
+    monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count + 1)
+    fewer = _race_node(plan(query, config, facts, Policy.current()))
+    assert not bab_takes(fewer, query) and not bab_alone(fewer, query)
+
+
 @pytest.mark.skipif(not can_fork("highs"), reason="racing needs two cores and fork")
 @pytest.mark.parametrize("by_count", [True, False])
-def test_where_the_branch_and_bound_races_by_its_count_the_race_starts_at_once(
-    monkeypatch, by_count
-):
+def test_where_the_branch_and_bound_takes_it_by_its_count_it_starts_at_once(monkeypatch, by_count):
     """Below ``AUTO_REGION_UNSTABLE_SHARE``, a region search would run here first and the probe
-    after it; where the race's branch and bound takes it by ``BAB_RACE_MIN_UNSTABLE``, the race
-    starts at once instead (the backward racer still searches the regions first). The answer
-    is the oracle's either way."""
+    after it; where the branch and bound takes the race's place by ``BAB_RACE_MIN_UNSTABLE``,
+    it starts at once instead, alone. The answer is the oracle's either way."""
     net = random_network(np.random.default_rng(1), [6, 10, 10, 1])
     ball = LinfBall(np.full(6, 0.5), 0.5)
     count = Query(net, ball, InputNorm.LINF, np.ones(1)).bounds().unstable_count
@@ -148,7 +183,8 @@ def test_where_the_branch_and_bound_races_by_its_count_the_race_starts_at_once(
     monkeypatch.setattr(policy_module, "BAB_RACE_MIN_UNSTABLE", count if by_count else count + 1)
     said: list[str] = []
     res = lipschitz(net, ball, c=np.ones(1), time_limit=60, progress=said.append)
-    assert any("racing at once" in line for line in said) is by_count
+    assert any("the branch and bound at once" in line for line in said) is by_count
+    assert any(ALONE in line for line in said) is by_count
     assert any("searching regions" in line for line in said) is not by_count
     truth = brute_force_lipschitz(*from_lipopt(net, ball), c=np.ones(1), input_norm="linf").value
     assert res.status == "optimal"

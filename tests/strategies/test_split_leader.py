@@ -170,14 +170,14 @@ def test_a_failed_split_answers_with_the_racers_bounds(monkeypatch):
     counted."""
     net, domain, norm, c, truth, _ = scalar_case(LINF_CASES[0])
     _unfinished_race(monkeypatch, {"forward": 1.5, "backward": 3.0})
-    real = race_strategy._Raced.solve
+    real = race_strategy.Raced.solve
 
     def fails_when_split(self, **overrides):
         if overrides.get("gate_split") or overrides.get("sign_split"):
             raise lipschitz_module.SolverError("stopped by the test")
         return real(self, **overrides)
 
-    monkeypatch.setattr(race_strategy._Raced, "solve", fails_when_split)
+    monkeypatch.setattr(race_strategy.Raced, "solve", fails_when_split)
     res = lipschitz(net, domain, norm=norm, c=c, split=False, regions=False)
     assert "split failed (stopped by the test)" in res.message
     assert res.status == "solver_error"
