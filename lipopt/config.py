@@ -309,8 +309,8 @@ class SolveConfig:
         "auto", kind=Kind.SWITCH, group=Group.SPEED, check=check_auto_bool,
         help="answer by branch and bound on the activations alone: Jacobian bounds on each "
         "part, MIPs on small parts, margin LPs at the leaves (exact mode)",
-        off="never run it (default: it races the backward MIP in the forward MIP's place where "
-        f"the race runs and {policy.BAB_RACE_MIN_UNSTABLE}+ of its neurons, or from "
+        off="never run it (default: it runs alone on every core instead of the race where the "
+        f"race would run and {policy.BAB_RACE_MIN_UNSTABLE}+ of its neurons, or from "
         f"{policy.BAB_RACE_MIN_INPUTS} inputs {said.BAB_SHARE}, are unstable)",
         doc=(
             "exact mode: answer by branch and bound on the activations instead of the plan: "
@@ -319,15 +319,15 @@ class SolveConfig:
             "unstable neurons to the MIP, close a part whose pattern is fixed by its margin LP; "
             "under `--time-limit` a certified bracket. Every input and output norm but an ℓ2 "
             f"output with ℓ∞ input beyond {MAX_SIGN_INPUTS} inputs, or an ℓ1 output beyond 17 "
-            "outputs. By default the plan, in which it races the backward MIP in the forward "
-            f"MIP's place where the formulations race and at least {policy.BAB_RACE_MIN_UNSTABLE} "
-            "neurons with a kink are unstable under linear bounds, or, on a network of at least "
-            f"{policy.BAB_RACE_MIN_INPUTS} inputs, at least {said.BAB_SHARE} of them (the "
-            "policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and `BAB_RACE_UNSTABLE_SHARE`"
-            ", [performance](performance.md#the-branch-and-bound-in-the-race)). `--no-bab` never "
-            "runs it"
+            "outputs. By default the plan, in which it runs alone on every core instead of the "
+            f"race where the formulations would race and {policy.BAB_RACE_MIN_UNSTABLE}+ neurons "
+            f"with a kink are unstable under linear bounds, or, from {policy.BAB_RACE_MIN_INPUTS} "
+            f"inputs, {said.BAB_SHARE} of them (with `--scheduler` it races the backward MIP "
+            "instead; the policy's `BAB_RACE_MIN_UNSTABLE`, `BAB_RACE_MIN_INPUTS` and "
+            "`BAB_RACE_UNSTABLE_SHARE`, [performance](performance.md#the-branch-and-bound-in-the-"
+            "race)). `--no-bab` never runs it"
         ),
-        shown=f"in the race where {policy.BAB_RACE_MIN_UNSTABLE} neurons, or from "
+        shown=f"instead of the race where {policy.BAB_RACE_MIN_UNSTABLE} neurons, or from "
         f"{policy.BAB_RACE_MIN_INPUTS} inputs {said.BAB_SHARE}, are unstable",
     )  # fmt: skip
     workers: int | None = option(

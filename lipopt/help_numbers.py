@@ -29,7 +29,7 @@ FIRST_KINKED = str(policy.AUTO_REGIONS_FIRST_MAX_HIDDEN)
 #: the race's leader split: after how many seconds, and how many must be left for it
 LEADER = f"{policy.LEADER_AFTER:g}"
 LEADER_LEFT = f"{policy.LEADER_AFTER + policy.MIN_LEADER_SPLIT_SECONDS:g}"
-#: the unstable share from which the branch and bound races on many inputs, e.g. "half"
+#: the unstable share from which the branch and bound takes the race's place on many inputs
 BAB_SHARE = (
     "half" if policy.BAB_RACE_UNSTABLE_SHARE == 0.5 else f"{policy.BAB_RACE_UNSTABLE_SHARE:.0%}"
 )
