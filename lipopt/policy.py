@@ -69,9 +69,9 @@ ATTACK_STEPS = 400
 #: in 24.0-26.4 s (up to half of a 60 s search, their cap ATTACK_LIMIT_SHARE), better once in
 #: five; on the digits MLP at 0.1 and the MNIST-shaped MLP and CNN the 8 attained as much or more
 BAB_ATTACK_RESTARTS = 8
-#: ... then the full one (ATTACK_RESTARTS) where the short one took at most this share of the limit:
-#: at 60 s [10,20,30,20,2]'s unit boxes 5.43 -> 5.95, 11.29 -> 12.15 (0.5 s, then 0.8 s)
-BAB_FULL_ATTACK_SHARE = 0.01
+#: ... then the full one (ATTACK_RESTARTS) on networks of at most this many hidden neurons x inputs:
+#: [10,20,30,20,2]'s (700) unit boxes 5.43 -> 5.95, 11.29 -> 12.15 in 0.8 s; digits MLP's no higher
+BAB_FULL_ATTACK_MAX_ENTRIES = 4096
 
 #: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
 #: x inputs floats, several times over; above this many entries the attack makes random moves
@@ -333,7 +333,7 @@ class Policy:
     attack_restarts: int
     attack_steps: int
     bab_attack_restarts: int
-    bab_full_attack_share: float
+    bab_full_attack_max_entries: int
     attack_flip_max_entries: int
     attack_limit_share: float
     climb_checks: int

@@ -149,11 +149,10 @@ def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context)
     attack)."""
     if not query.fixed_c or not node.attack:
         return None
-    began = time.perf_counter()
     short = replace(ctx.policy, attack_restarts=ctx.policy.bab_attack_restarts)
-    by = None if limit is None else began + short.attack_limit_share * limit
+    by = None if limit is None else time.perf_counter() + short.attack_limit_share * limit
     found = attack_witness(query, short, node.options.rng_seed, by)
-    if _full_attack_pays(time.perf_counter() - began, limit, ctx.policy):
+    if _full_attack_pays(query, ctx.policy):
         full = attack_witness(query, ctx.policy, node.options.rng_seed, by)
         if full is not None and (found is None or full.norm_value > found.norm_value):
             found = full
@@ -162,11 +161,11 @@ def _start(node: ActivationBab, query: Query, limit: float | None, ctx: Context)
     return found
 
 
-def _full_attack_pays(spent: float, limit: float | None, policy: Policy) -> bool:
-    """The short attack took ``spent`` seconds, at most ``bab_full_attack_share`` of the limit
-    (always, without a limit): the full one (``attack_restarts`` searches), which took 1.4-1.9
-    times as long where measured, is then cheap."""
-    return limit is None or spent <= policy.bab_full_attack_share * limit
+def _full_attack_pays(query: Query, policy: Policy) -> bool:
+    """The network has at most ``bab_full_attack_max_entries`` hidden neurons x inputs (the
+    size of the attack's flip Jacobians per search): there the full attack is cheap."""
+    network = query.network
+    return sum(network.hidden_widths) * network.input_dim <= policy.bab_full_attack_max_entries
 
 
 def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:

@@ -176,16 +176,16 @@ def test_the_planned_search_takes_the_policys_sign_groups(group, monkeypatch):
     assert (result.model_stats["bab_regrouped"] > 0) is (group > 0)
 
 
-@pytest.mark.parametrize("full_value, share, kept", [
-    (2.0, 1.0, 2.0), (0.5, 1.0, 1.0), (2.0, 0.0, 1.0), (2.0, None, 2.0),
+@pytest.mark.parametrize("full_value, entries, kept", [
+    (2.0, 60, 2.0), (0.5, 60, 1.0), (2.0, 59, 1.0),
 ])  # fmt: skip
-def test_the_start_runs_the_full_attack_where_it_fits_and_keeps_the_better(
-    full_value, share, kept, monkeypatch
+def test_the_start_runs_the_full_attack_on_small_networks_and_keeps_the_better(
+    full_value, entries, kept, monkeypatch
 ):
     """The start's short attack (``BAB_ATTACK_RESTARTS`` searches), then the full one
-    (``ATTACK_RESTARTS``) where the short one's time scaled by their ratio fits
-    ``BAB_FULL_ATTACK_SHARE`` of the limit (always without a limit: ``share`` None here): the
-    better of the two is the start. The attacks are stand-ins with known values."""
+    (``ATTACK_RESTARTS``) where hidden neurons x inputs is at most
+    ``BAB_FULL_ATTACK_MAX_ENTRIES`` (here 20 x 3 = 60 against a limit of 60 or 59): the better
+    of the two is the start. The attacks are stand-ins with known values."""
     from lipopt.config import LEVER_DEFAULTS
     from lipopt.configure import configure
     from lipopt.heuristics.witness import Witness
@@ -209,9 +209,8 @@ def test_the_start_runs_the_full_attack_where_it_fits_and_keeps_the_better(
         net, lipopt.Box(np.zeros(3), np.ones(3)), "linf", (np.ones(1), None), levers, policy
     )
     node = plan(query, config, Facts(2, True, frozenset({"highs"})), policy)
-    limit = None if share is None else 60.0
-    policy = replace(policy, bab_full_attack_share=0.0 if share is None else share)
-    found = strategy._start(node, query, limit, Context(silent, policy, None))
+    policy = replace(policy, bab_full_attack_max_entries=entries)
+    found = strategy._start(node, query, 60.0, Context(silent, policy, None))
     assert found is not None and found.norm_value == kept
-    runs_full = share is None or share > 0
+    runs_full = entries >= 60
     assert asked == [policy.bab_attack_restarts, policy.attack_restarts][: 1 + runs_full]
