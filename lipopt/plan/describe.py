@@ -96,7 +96,7 @@ def _race(node: Race, indent: str) -> list[str]:
             f"{indent}  from {' or '.join(rules)} unstable neurons: the {node.bab_racer.name} "
             + (
                 "alone on every core instead"
-                if node.config.scheduler is None
+                if node.bab_runs_alone
                 else "in the forward model's place, no leader split"
             )
         )

@@ -145,6 +145,18 @@ class Race:
     bab_from_share: float | None = 1.0
     bab_from_count: int | None = None
 
+    @property
+    def bab_runs_alone(self) -> bool:
+        """Where taken, the branch and bound runs alone instead of the race: everywhere but on a
+        Dask cluster (there its own search keeps one process, so it races)."""
+        return self.config.scheduler is None
+
+    def bab_by_count(self, unstable: int) -> bool:
+        """The count rule: the branch and bound is offered and ``unstable`` neurons reach
+        ``bab_from_count``."""
+        count = self.bab_from_count
+        return self.bab_racer is not None and count is not None and unstable >= count
+
 
 @dataclass(frozen=True)
 class ActivationBab:

@@ -81,16 +81,16 @@ def bab_takes(node: Race, query: Query) -> bool:
     kinked neurons (if set), or ``bab_from_count`` of them, are unstable on ``query``."""
     if node.bab_racer is None:
         return False
-    count = query.bounds().unstable_count
-    many = node.bab_from_count is not None and count >= node.bab_from_count
     share = node.bab_from_share
+    many = node.bab_by_count(query.bounds().unstable_count)
     return many or (share is not None and unstable_share(query) >= share)
 
 
 def bab_alone(node: Race, query: Query) -> bool:
-    """:func:`bab_takes`, and no Dask cluster: the branch and bound then runs alone on every
-    core instead of the race (on a cluster it races the backward MIP)."""
-    return node.config.scheduler is None and bab_takes(node, query)
+    """:func:`bab_takes`, and no Dask cluster
+    (:attr:`~lipopt.plan.nodes.Race.bab_runs_alone`): the branch and bound then runs alone on
+    every core instead of the race (on a cluster it races the backward MIP)."""
+    return node.bab_runs_alone and bab_takes(node, query)
 
 
 def unstable_line(problem: Raced) -> str:

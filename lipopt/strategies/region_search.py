@@ -94,9 +94,7 @@ def _bab_races(race: Race | None, unstable: int) -> bool:
     """``race`` has the branch and bound race from ``unstable`` neurons on (its count rule).
     Then the search (it found 1 region in 4.3 s on the digits CNN at radius 0.1, 297
     unstable) and the probe after it only took the branch and bound's time."""
-    if race is None or race.bab_racer is None or race.bab_from_count is None:
-        return False
-    return unstable >= race.bab_from_count
+    return race is not None and race.bab_by_count(unstable)
 
 
 def _limits(
