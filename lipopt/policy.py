@@ -51,11 +51,10 @@ AUTO_REGION_UNSTABLE_SHARE = 0.9
 AUTO_REGION_PROJECTED_LIMIT_FEW_UNSTABLE = 300_000
 
 #: ... and under a time limit it gives up (checked as above, and each tenth of the limit) when at
-#: its rate so far the whole search would take more than this many times the time left. On the
-#: bundled digits CNN (60 s) searches under the node projection limit ran out the limit and left
-#: the interval bound (image 7, radius 0.01: 1709; image 6, 0.05: 10544); giving up early let the
-#: MIP bracket them at [282.3, 297.1] and [343.8, 1220.3]. speed.py's [64,20,20,2] ℓ∞ ball (seed
-#: 0), whose search finishes in 10 s, keeps it at 2 (at 1 it gave up and the MIP took 48 s)
+#: its rate so far the whole search would take more than this many times the time left. Bundled
+#: digits CNN, 60 s: searches that ran out the limit left the interval bound (image 7, radius
+#: 0.01: 1709; image 6, 0.05: 10544); giving up early, [282.3, 297.1] and [343.8, 1220.3].
+#: speed.py's [64,20,20,2] ℓ∞ ball (seed 0) finishes in 10 s at 2 (at 1 the MIP took 48 s)
 AUTO_REGION_LATE_FACTOR = 2.0
 
 #: ``attack=True``: the gradient attack's searches and moves per search (about 0.7 s on the
@@ -64,10 +63,9 @@ ATTACK_RESTARTS = 64
 ATTACK_STEPS = 400
 
 #: the activation branch and bound's start attack: its searches (ATTACK_STEPS moves each, then
-#: the pattern climb). results/bab_attack.md, five ℓ∞ balls of the digits CNN (0.05, 0.1): 8
-#: attained 459.3, 533.7, 398.7, 495.0, 482.7 in 5.2-7.0 s, 64 456.9, 533.7, 402.1, 482.0, 481.5
-#: in 24.0-26.4 s (up to half of a 60 s search, their cap ATTACK_LIMIT_SHARE), better once in
-#: five; on the digits MLP at 0.1 and the MNIST-shaped MLP and CNN the 8 attained as much or more
+#: the climb). results/bab_attack.md, digits CNN (0.05, 0.1): 8 attained 459.3, 533.7, 398.7,
+#: 495.0, 482.7 in 5.2-7.0 s, 64 456.9, 533.7, 402.1, 482.0, 481.5 in 24.0-26.4 s; on the digits
+#: MLP at 0.1 and the MNIST-shaped MLP and CNN the 8 attained as much or more
 BAB_ATTACK_RESTARTS = 8
 #: ... then the full one (ATTACK_RESTARTS) on networks of at most this many hidden neurons x inputs:
 #: [10,20,30,20,2]'s (700) unit boxes 5.43 -> 5.95, 11.29 -> 12.15 in 0.8 s; digits MLP's no higher
@@ -75,24 +73,20 @@ BAB_FULL_ATTACK_MAX_ENTRIES = 4096
 
 #: the attack's flip moves hold each search's pre-activation Jacobians, searches x hidden neurons
 #: x inputs floats, several times over; above this many entries the attack makes random moves
-#: only. A 28x28 CNN of 14 112 hidden neurons with the 64 searches above needed 5.6 GB (its
-#: peak memory in benchmarks/cnn.py's LP mode, the bounds and model taking a few hundred MB);
-#: the bundled digits CNN (64 x 960 x 64 = 3.9e6) keeps its flips
+#: only. A 28x28 CNN of 14 112 hidden neurons with 64 searches needed 5.6 GB (benchmarks/cnn.py,
+#: LP mode); the bundled digits CNN (64 x 960 x 64 = 3.9e6) keeps its flips
 ATTACK_FLIP_MAX_ENTRIES = 10_000_000
 
-#: with a time limit, the attack (its moves, the pattern climb and the witnesses' margin LPs)
-#: stops at this share of the MIP's limit: on [20,200,200,1] its 64 x 400 moves took 10.7 s,
-#: which left a 4.9 s limit overrun and the MIP 0.05 s
+#: with a time limit, the attack (its moves, the climb and the witnesses' margin LPs) stops at
+#: this share of the MIP's limit: on [20,200,200,1] its 64 x 400 moves took 10.7 s (4.9 s over)
 ATTACK_LIMIT_SHARE = 0.5
 
-#: the pattern climb from the attack's point or the best sampled points
-#: (:func:`lipopt.heuristics.starts.climb`): its budget of margin LPs (1-3 ms each on the speed
-#: benchmark's networks), and how many of the best sampled points it also starts from
+#: the pattern climb from the attack's point or the best sampled points (heuristics.starts.climb):
+#: its margin LPs (1-3 ms each on the speed networks), how many best sampled points it starts from
 CLIMB_CHECKS = 200
 CLIMB_SAMPLED_STARTS = 3
 
-#: in the ℓ1 decomposition the climb then widens its step to patterns up to this many gates
-#: away, with this many more LPs (:func:`~lipopt.heuristics.climb.pattern_climb`)
+#: in the ℓ1 decomposition the climb then moves up to this many gates at once, with these more LPs
 WIDE_FLIPS = 3
 WIDE_CHECKS = 300
 
@@ -159,12 +153,16 @@ BAB_CUT_MAX_INPUTS = 128
 #: the branch and bound bounds each node it takes from the heap (ℓ∞ input) by lipopt.bounds.
 #: sign_groups too, groups of this many entries; after PROBE of them they stop where their mean
 #: relative gain is under MIN_GAIN (0.0 on the digits CNN at 0.05, 0.026-0.032 where they paid).
-#: The search alone for 30 s, upper bound without / with groups of 8: the digits MLP at 0.1
-#: 543.0 / 500.0, the bundled digits CNN at 0.05 1221.8 / 859.7, the digits CNN at 0.1 800.0 /
-#: 799.6; that CNN at 0.05, 20 s: 506.1 / 514.1, 507.5 with the stop (docs/performance.md)
+#: Search alone 30 s, upper bound without / with groups of 8 (consecutive): digits MLP at 0.1
+#: 543.0 / 500.0, bundled digits CNN at 0.05 1221.8 / 859.7, digits CNN at 0.1 800.0 / 799.6.
+#: The groups' order is chosen on the root (lipopt.bounds.sign_order): the best candidate, then
+#: at most SWAPS swaps within SHARE of the time left. Root bound, own order / chosen: digits CNN
+#: 0.1 1020 / 830, MLP 0.1 624 / 557, bundled CNN 0.05 1395 / 1324 (image 0; docs/performance.md)
 BAB_SIGN_GROUP = 8
 BAB_SIGN_GROUP_PROBE = 16
 BAB_SIGN_GROUP_MIN_GAIN = 0.01
+BAB_SIGN_ORDER_SWAPS = 200
+BAB_SIGN_ORDER_SHARE = 0.05
 
 #: the activation branch and bound's node bounds hold each sparse matrix of at most this many
 #: entries dense (not the sign groups', of 1000s of rows). results/scale_dense_layers*.md, 60 s,
@@ -350,6 +348,8 @@ class Policy:
     bab_sign_group: int
     bab_sign_group_probe: int
     bab_sign_group_min_gain: float
+    bab_sign_order_swaps: int
+    bab_sign_order_share: float
     bab_dense_max_entries: int
     auto_regions_zero_bias_share: float
     auto_regions_first_min_dim: int

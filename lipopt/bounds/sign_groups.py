@@ -7,8 +7,10 @@ entry's sign is open, that line lies up to ``-2 l_j u_j / (u_j - l_j)`` above ``
 trained networks those constants are most of the bound
 (``benchmarks/results/bab_objective_loss.md``). This bound has no such constant.
 
-**The bound.** Split the entries into consecutive groups ``G_1, ..., G_m`` of at most ``size``
-entries. For every ``x`` in the domain, ``||g(x)||_1 = Σ_G ||g_G(x)||_1`` and
+**The bound.** Split the entries into groups ``G_1, ..., G_m`` of at most ``size`` entries:
+consecutive runs of ``order``, a permutation of the entries (default: their own order; which
+order couples the entries best is chosen by :mod:`lipopt.bounds.sign_order`; any partition
+gives a sound bound). For every ``x`` in the domain, ``||g(x)||_1 = Σ_G ||g_G(x)||_1`` and
 ``||g_G(x)||_1 = max_{σ ∈ {±1}^G} σᵀ g_G(x)``. For each sign vector ``σ`` of a group, the
 back-substitution of :func:`lipopt.bounds.jacobian.back_substitute` with the objective row
 ``σ`` (zero off the group) gives ``B(σ) >= σᵀ g_G(x)`` at every ``x`` and every activation
@@ -29,6 +31,7 @@ cost ``2^size`` rows each.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -82,18 +85,50 @@ def _row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
     return np.concatenate(values)
 
 
-def sign_group_bound(network: Network, bounds: NetworkBounds, seed: Seed, size: int) -> float:
-    """``Σ_G max_σ B(σ)`` over groups of ``size`` consecutive entries (module docstring): a
-    certified upper bound on ``max ||∇(c^T f)||_1``, the ℓ∞ input norm's constant, over the
-    domain of ``bounds`` (``seed``: the vector c or an output norm)."""
-    problem = slope_problem(network, bounds, seed, InputNorm.L1)  # rows given here, not ±e_j
-    rows, owners = sign_rows(problem.g_low.shape[0], size)
+def group_maxima(problem: SlopeProblem, rows: FloatArray, owners: IntArray) -> FloatArray:
+    """Each group's ``max(max_σ B(σ), 0)``, from its rows (``owners``: the group of each row)."""
     values = _row_bounds(problem, rows)
     best = np.full(int(owners[-1]) + 1, -np.inf)
     np.maximum.at(best, owners, values)
-    terms = np.maximum(best, 0.0)
-    total = float(terms.sum())
-    return total * (1.0 + 2.0 * terms.size * float(np.finfo(np.float64).eps))
+    return np.maximum(best, 0.0)
 
 
-__all__ = ["CHUNK_ENTRIES", "sign_group_bound", "sign_rows"]
+def rounded_sum(terms: FloatArray) -> float:
+    """The float sum of ``m`` non-negative terms times ``1 + 2 m ε``: at least their exact sum."""
+    return float(terms.sum()) * (1.0 + 2.0 * terms.size * float(np.finfo(np.float64).eps))
+
+
+def ordered_rows(
+    dim: int, size: int, order: Sequence[int] | IntArray | None
+) -> tuple[FloatArray, IntArray]:
+    """:func:`sign_rows` with group ``k`` made of the entries ``order[k size : (k + 1) size]``
+    (None: the entries' own order); ``order`` must be a permutation of ``range(dim)``."""
+    rows, owners = sign_rows(dim, size)
+    if order is None:
+        return rows, owners
+    perm = np.asarray(order, dtype=np.int64)
+    if perm.shape != (dim,) or not np.array_equal(np.sort(perm), np.arange(dim)):
+        raise ValueError(f"a sign-group order must be a permutation of the {dim} entries")
+    placed = np.zeros_like(rows)
+    placed[:, perm] = rows
+    return placed, owners
+
+
+def sign_group_bound(
+    network: Network,
+    bounds: NetworkBounds,
+    seed: Seed,
+    size: int,
+    order: Sequence[int] | IntArray | None = None,
+) -> float:
+    """``Σ_G max_σ B(σ)`` over groups of ``size`` entries, consecutive in ``order`` (module
+    docstring): a certified upper bound on ``max ||∇(c^T f)||_1``, the ℓ∞ input norm's
+    constant, over the domain of ``bounds`` (``seed``: the vector c or an output norm)."""
+    problem = slope_problem(network, bounds, seed, InputNorm.L1)  # rows given here, not ±e_j
+    rows, owners = ordered_rows(problem.g_low.shape[0], size, order)
+    return rounded_sum(group_maxima(problem, rows, owners))
+
+
+__all__ = [
+    "CHUNK_ENTRIES", "group_maxima", "ordered_rows", "rounded_sum", "sign_group_bound", "sign_rows",
+]  # fmt: skip

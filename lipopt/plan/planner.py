@@ -101,6 +101,8 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
             sign_group=policy.bab_sign_group,
             sign_group_probe=policy.bab_sign_group_probe,
             sign_group_min_gain=policy.bab_sign_group_min_gain,
+            sign_order_swaps=policy.bab_sign_order_swaps,
+            sign_order_share=policy.bab_sign_order_share,
             dense_below=policy.bab_dense_max_entries,
         ),  # fmt: skip
         solver=adapter_name(config.solver),

@@ -71,6 +71,7 @@ from lipopt.search.bab_node import (
     PartAnswer,
     SolvePart,
     start_witness,
+    with_sign_order,
 )
 from lipopt.search.bab_pool import PartPool, prune_open, run_pooled
 from lipopt.search.kinds import identity_active, unstable_count
@@ -158,7 +159,8 @@ class _Search:
         if node.grouped or not self.grouping():
             return False
         size = self.options.sign_group
-        bound = sign_group_bound(self.sparse_network, node.bounds, self.seed, size)
+        order = self.options.sign_order
+        bound = sign_group_bound(self.sparse_network, node.bounds, self.seed, size, order)
         self.group_tries += 1
         if bound >= node.upper:
             return False
@@ -358,7 +360,8 @@ def activation_bab_on(
     root_unstable = unstable_count(network, root.states)
     rule = resolved_branching(options.branching, options.score_from, root_unstable)
     witness = start or start_witness(network, domain, seed, norm, options, deadline)
-    search = _Search((network, domain, seed, norm), replace(options, branching=rule), deadline)
+    options = with_sign_order(replace(options, branching=rule), query, root, deadline)
+    search = _Search((network, domain, seed, norm), options, deadline)
     if witness is not None:
         search.offer(witness.norm_value, witness.point, witness.certified_pattern)
     root_upper = search.make_node({}, root, None)

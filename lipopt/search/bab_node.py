@@ -5,19 +5,22 @@ parts to other processes (:mod:`lipopt.search.bab_pool`) share them."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lipopt.bounds.constrained import Neuron
 from lipopt.bounds.interval import NetworkBounds, Seed
+from lipopt.bounds.sign_order import chosen_order
 from lipopt.domain import Domain
 from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
 from lipopt.network import Network
 from lipopt.norms import InputNorm, OutputNorm
+from lipopt.query import Query
 from lipopt.status import Status
 
 FloatArray = NDArray[np.float64]
@@ -46,6 +49,12 @@ class ActivationBabOptions:
         sign_group_probe, sign_group_min_gain: after ``sign_group_probe`` of those bounds,
             they stop where they lowered the nodes' bounds by less than ``sign_group_min_gain``
             (relative) on average.
+        sign_order: the groups are consecutive runs of this permutation of the entries (None:
+            their own order).
+        sign_order_swaps, sign_order_share: with ``sign_order_swaps >= 0`` the search chooses
+            ``sign_order`` on its root (:func:`~lipopt.bounds.sign_order.chosen_order`, at
+            most that many swaps, within ``sign_order_share`` of the time left); negative:
+            it keeps ``sign_order``.
         dense_below: the nodes' bounds hold every sparse weight matrix of at most this many
             entries dense (0: as stored): their products have few rows, where scipy.sparse's
             cost per call outweighs the entries; the sign-group bound, with thousands of rows,
@@ -66,6 +75,9 @@ class ActivationBabOptions:
     sign_group: int = 0
     sign_group_probe: int = 16
     sign_group_min_gain: float = 0.0
+    sign_order: tuple[int, ...] | None = None
+    sign_order_swaps: int = -1
+    sign_order_share: float = 1.0
     dense_below: int = 0
     rng_seed: int = 0
 
@@ -156,6 +168,26 @@ def start_witness(
     return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
 
 
+def with_sign_order(
+    options: ActivationBabOptions, query: Query, root: NetworkBounds, deadline: float | None
+) -> ActivationBabOptions:
+    """``options`` with the sign groups' order chosen on the root's bounds
+    (:func:`~lipopt.bounds.sign_order.chosen_order`, seeded by ``rng_seed``, its swaps within
+    ``sign_order_share`` of the time left) where ``sign_order_swaps >= 0`` and the search
+    bounds nodes by sign groups (the ℓ∞ input norm, more entries than one group holds)."""
+    size = options.sign_group
+    if options.sign_order_swaps < 0 or size <= 0 or query.norm is not InputNorm.LINF:
+        return options
+    if query.network.input_dim <= size:  # one group: its order changes nothing
+        return options
+    now = time.perf_counter()
+    until = None if deadline is None else now + options.sign_order_share * max(deadline - now, 0.0)
+    budget = (size, options.sign_order_swaps, until)
+    rng = np.random.default_rng(options.rng_seed)
+    choice = chosen_order(query.network, root, query.seed, budget, rng)
+    return replace(options, sign_order=choice.order)
+
+
 __all__ = [
     "ActivationBabOptions",
     "ActivationBabOutcome",
@@ -163,4 +195,5 @@ __all__ = [
     "PartAnswer",
     "SolvePart",
     "start_witness",
+    "with_sign_order",
 ]
