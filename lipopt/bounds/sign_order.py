@@ -133,14 +133,16 @@ def chosen_order(
     rng: np.random.Generator,
 ) -> OrderChoice:
     """The order of the module docstring for groups of ``size`` entries on ``bounds``;
-    ``budget = (size, swaps, until)``: at most ``swaps`` swaps, none after ``until`` (a
-    ``time.perf_counter()`` time; None: no limit; the candidates are always compared)."""
+    ``budget = (size, swaps, until)``: at most ``swaps`` swaps, and neither a candidate (but
+    the own order) nor a swap after ``until`` (a ``time.perf_counter()`` time; None: none)."""
     size, swaps, until = budget
     problem = slope_problem(network, bounds, seed, InputNorm.L1)
     dim = problem.g_low.shape[0]
     candidates = candidate_orders(network, size)
     values: dict[str, float] = {}
     for name, order in candidates.items():
+        if values and until is not None and time.perf_counter() >= until:
+            break  # the own order first, always
         rows, owners = ordered_rows(dim, size, order)
         values[name] = rounded_sum(group_maxima(problem, rows, owners))
     start = min(values, key=lambda name: values[name])
