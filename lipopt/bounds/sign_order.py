@@ -139,17 +139,16 @@ def chosen_order(
     problem = slope_problem(network, bounds, seed, InputNorm.L1)
     dim = problem.g_low.shape[0]
     candidates = candidate_orders(network, size)
-    values: dict[str, float] = {}
+    found: dict[str, FloatArray] = {}  # each candidate's group maxima
     for name, order in candidates.items():
-        if values and until is not None and time.perf_counter() >= until:
+        if found and until is not None and time.perf_counter() >= until:
             break  # the own order first, always
-        rows, owners = ordered_rows(dim, size, order)
-        values[name] = rounded_sum(group_maxima(problem, rows, owners))
+        found[name] = group_maxima(problem, *ordered_rows(dim, size, order))
+    values = {name: rounded_sum(maxima) for name, maxima in found.items()}
     start = min(values, key=lambda name: values[name])
     best = candidates[start]
     groups = [list(map(int, best[k : k + size])) for k in range(0, dim, size)]
-    placed, owners = ordered_rows(dim, size, best)
-    maxima = list(map(float, group_maxima(problem, placed, owners)))
+    maxima = list(map(float, found[start]))
     for _ in range(swaps if len(groups) > 1 else 0):
         if until is not None and time.perf_counter() >= until:
             break
