@@ -3,9 +3,10 @@
 The sign-group bound (:mod:`lipopt.bounds.sign_groups`) is sound for any partition of the
 gradient's entries into groups, but how tight it is depends on the partition: inside a group
 the signs are coupled (one sign vector, one back-substitution), across groups they are not.
-On the digits CNN at radius 0.1 the root's bound with groups of 8 consecutive entries (rows of
-the 8x8 image) is 1020, with the image's columns 832; on the digits MLP, 624 against 597 for
-groups of entries that share first-layer weights (``benchmarks/results/sign_order.md``).
+On the digits CNN at radius 0.1 (image 0) the root's bound with groups of 8 consecutive entries
+(rows of the 8x8 image) is 1020, with the image's columns 832; on the digits MLP, 624 against
+597 for groups of the entries most coupled through the first two layers (docs/performance.md,
+"The sign groups' order"; ``benchmarks/results/scale_sign_order.md`` end to end).
 
 **The choice.** The candidates are the entries' own order; the strided order (entry ``j`` with
 ``j + m``, ``j + 2m``, ... for ``m = ceil(d / size)``: the columns of a square image stored by
