@@ -55,9 +55,16 @@ IntArray = NDArray[np.int64]
 CHUNK_ENTRIES = 1 << 22
 
 
-def _built_rows(
-    dim: int, size: int, order: tuple[int, ...] | None
-) -> tuple[FloatArray, IntArray]:
+def group_rows(members: Sequence[int] | IntArray, dim: int) -> FloatArray:
+    """Every sign vector of the entries ``members``, as rows of length ``dim`` (zero off
+    them)."""
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=len(members))))
+    rows = np.zeros((signs.shape[0], dim))
+    rows[:, members] = signs
+    return rows
+
+
+def _built_rows(dim: int, size: int, order: tuple[int, ...] | None) -> tuple[FloatArray, IntArray]:
     """Every sign vector of every group (group ``k``: ``order[k size : (k + 1) size]``, the
     last may be shorter; None: the entries' own order), as rows of length ``dim``, and the
     group of each row."""
@@ -67,12 +74,9 @@ def _built_rows(
     blocks: list[FloatArray] = []
     owners: list[IntArray] = []
     for group, start in enumerate(range(0, dim, size)):
-        members = entries[start : start + size]
-        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=members.size)))
-        rows = np.zeros((signs.shape[0], dim))
-        rows[:, members] = signs
+        rows = group_rows(entries[start : start + size], dim)
         blocks.append(rows)
-        owners.append(np.full(signs.shape[0], group, dtype=np.int64))
+        owners.append(np.full(rows.shape[0], group, dtype=np.int64))
     return np.vstack(blocks), np.concatenate(owners)
 
 
@@ -144,5 +148,6 @@ def sign_group_bound(
 
 
 __all__ = [
-    "CHUNK_ENTRIES", "group_maxima", "ordered_rows", "rounded_sum", "sign_group_bound", "sign_rows",
+    "CHUNK_ENTRIES", "group_maxima", "group_rows", "ordered_rows", "rounded_sum",
+    "sign_group_bound", "sign_rows",
 ]  # fmt: skip

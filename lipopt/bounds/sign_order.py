@@ -30,7 +30,7 @@ from scipy import sparse
 
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.jacobian import SlopeProblem, slope_problem
-from lipopt.bounds.sign_groups import group_maxima, ordered_rows, rounded_sum, sign_rows
+from lipopt.bounds.sign_groups import group_maxima, group_rows, ordered_rows, rounded_sum
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -102,14 +102,6 @@ def candidate_orders(network: Network, size: int) -> dict[str, IntArray]:
     return found
 
 
-def _group_rows(group: list[int], dim: int) -> FloatArray:
-    """Every sign vector of ``group``, as rows of length ``dim`` (zero off the group)."""
-    signs, _ = sign_rows(len(group), len(group))
-    rows = np.zeros((signs.shape[0], dim))
-    rows[:, group] = signs
-    return rows
-
-
 def _swapped(
     problem: SlopeProblem, groups: list[list[int]], maxima: list[float], pair: tuple[Any, ...]
 ) -> None:
@@ -119,7 +111,7 @@ def _swapped(
     first, second = list(groups[a]), list(groups[b])
     first[i], second[j] = second[j], first[i]
     dim = problem.g_low.shape[0]
-    rows = np.vstack([_group_rows(first, dim), _group_rows(second, dim)])
+    rows = np.vstack([group_rows(first, dim), group_rows(second, dim)])
     owners = np.repeat(np.arange(2, dtype=np.int64), [1 << len(first), 1 << len(second)])
     value_a, value_b = group_maxima(problem, rows, owners)
     if value_a + value_b < maxima[a] + maxima[b]:
