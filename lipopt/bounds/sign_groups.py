@@ -91,7 +91,7 @@ def sign_rows(dim: int, size: int) -> tuple[FloatArray, IntArray]:
 _ordered_cache = lru_cache(maxsize=2)(_built_rows)
 
 
-def _row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
+def row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
     """``B`` of each row (its own back-substitution bound), in chunks of rows."""
     widest = max([problem.g_low.shape[0], *(low.shape[0] for low in problem.low)])
     chunk = max(1, CHUNK_ENTRIES // widest)
@@ -105,7 +105,7 @@ def _row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
 
 def group_maxima(problem: SlopeProblem, rows: FloatArray, owners: IntArray) -> FloatArray:
     """Each group's ``max(max_σ B(σ), 0)``, from its rows (``owners``: the group of each row)."""
-    values = _row_bounds(problem, rows)
+    values = row_bounds(problem, rows)
     best = np.full(int(owners[-1]) + 1, -np.inf)
     np.maximum.at(best, owners, values)
     return np.maximum(best, 0.0)
@@ -148,6 +148,6 @@ def sign_group_bound(
 
 
 __all__ = [
-    "CHUNK_ENTRIES", "group_maxima", "group_rows", "ordered_rows", "rounded_sum",
+    "CHUNK_ENTRIES", "group_maxima", "group_rows", "ordered_rows", "rounded_sum", "row_bounds",
     "sign_group_bound", "sign_rows",
 ]  # fmt: skip

@@ -11,7 +11,8 @@ and counted (never an identity neuron: :mod:`lipopt.search.kinds`). Each node ca
   bounds (:func:`split_bounds`), which holds for every activation pattern those bounds allow,
   and so for the pattern of every differentiable point of ``D_S``; never above the parent's
   (the child's supremum is at most the parent's); ℓ∞ input: lowered to its (as sound)
-  :func:`sign_group_bound` where lower, as it first leaves the heap (:meth:`_Search.regroup`);
+  sign-group bound where lower, as it first leaves the heap (:meth:`_Search.regroup`), from the
+  sign vectors its parent listed (:func:`shortlist_bound`);
 * once no neuron is unstable, **one pattern** ``p``: every differentiable point of ``D_S`` has
   it, so the node's supremum is ``v_p = ||J_p^T c||_{α*}`` if ``p``'s linear region meets the
   interior of ``D`` in a full-dimensional set, and the node holds no such point otherwise. The
@@ -47,7 +48,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.constrained import Neuron, split_bounds
 from lipopt.bounds.interval import NetworkBounds, NeuronState, Seed
 from lipopt.bounds.jacobian import jacobian_norm_bound
-from lipopt.bounds.sign_groups import sign_group_bound
+from lipopt.bounds.sign_shortlist import shortlist_bound
 from lipopt.bounds.split_cuts import cut_children
 from lipopt.bracket import closed
 from lipopt.domain import Domain
@@ -137,7 +138,8 @@ class _Search:
         cap, checked = (np.inf, 0) if parent is None else (parent.upper, parent.checked)
         upper = min(bound.value, cap)
         unstable = unstable_count(self.network, bounds.states)
-        node = BabNode(tuple(splits.items()), bounds, upper, unstable, checked)
+        signs = None if parent is None else parent.signs
+        node = BabNode(tuple(splits.items()), bounds, upper, unstable, checked, signs=signs)
         if self.prunable(node.upper):
             self.pruned += 1
             self.settled = max(self.settled, node.upper)
@@ -151,19 +153,20 @@ class _Search:
                 heapq.heappush(self.heap, (-kept.upper, next(self.order), kept))
         return upper
 
-    def regroup(self, node: BabNode) -> bool:
-        """A node just taken from the heap, with the ℓ∞ input norm: where its sign-group bound
-        (:func:`sign_group_bound`, groups of the options' ``sign_group`` entries) is below its
-        ``U_S``, the node is filed again with that bound (or pruned by it) instead of expanded,
-        and True is returned."""
+    def regroup(self, node: BabNode) -> BabNode | None:
+        """A node just taken from the heap, with the ℓ∞ input norm: its sign-group bound
+        (:func:`shortlist_bound`, groups of the options' ``sign_group`` entries, from the sign
+        vectors its parent listed). Where that is below its ``U_S`` the node is filed again with
+        it (or pruned by it) and None is returned; else the node to expand, with the list its
+        children start from."""
         if node.grouped or not self.grouping():
-            return False
-        size = self.options.sign_group
-        order = self.options.sign_order
-        bound = sign_group_bound(self.sparse_network, node.bounds, self.seed, size, order)
+            return node
+        grouping = (self.options.sign_group, self.options.sign_order)
+        found = shortlist_bound(self.sparse_network, node.bounds, self.seed, grouping, node.signs)
+        bound, node = found[0], replace(node, signs=found[1])
         self.group_tries += 1
         if bound >= node.upper:
-            return False
+            return node
         self.group_gain += 1.0 - bound / node.upper
         self.regrouped += 1
         if self.prunable(bound):
@@ -172,7 +175,7 @@ class _Search:
         else:
             kept = replace(node, upper=bound, grouped=True)
             heapq.heappush(self.heap, (-bound, next(self.order), kept))
-        return True
+        return None
 
     def grouping(self) -> bool:
         """Whether the sign-group bounds run: the ℓ∞ input norm, a group size, and, after the
@@ -296,8 +299,9 @@ class _Search:
             if limit is not None and self.nodes >= limit:
                 return "nodes"
             heapq.heappop(self.heap)
-            if not self.regroup(top):
-                self.expand(top, solve_part)
+            node = self.regroup(top)
+            if node is not None:
+                self.expand(node, solve_part)
         return "done"
 
     def status(self, stopped: str, upper: float) -> Status:

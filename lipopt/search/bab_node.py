@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from lipopt.bounds.constrained import Neuron
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.sign_order import chosen_order
+from lipopt.bounds.sign_shortlist import SignShortlist
 from lipopt.domain import Domain
 from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
@@ -88,7 +89,9 @@ class BabNode:
     certified upper bound on the objective, its count of unstable neurons and how many of the
     first hidden layers (all stable) the margin LP showed to meet ``D`` in a full-dimensional
     set (:meth:`_Search.check_prefix`); ``grouped``: its bound already holds the sign-group
-    bound (:meth:`_Search.regroup`)."""
+    bound (:meth:`_Search.regroup`); ``signs``: the sign vectors its sign-group bound starts
+    from (:class:`~lipopt.bounds.sign_shortlist.SignShortlist`, listed by its parent, or its
+    own once bounded; None: every one)."""
 
     splits: tuple[tuple[Neuron, bool], ...]
     bounds: NetworkBounds
@@ -96,6 +99,7 @@ class BabNode:
     unstable: int
     checked: int = 0
     grouped: bool = False
+    signs: SignShortlist | None = None
 
 
 @dataclass

@@ -144,7 +144,7 @@ class Searching(Protocol):
 
     def split(self, node: BabNode) -> None: ...
 
-    def regroup(self, node: BabNode) -> bool: ...
+    def regroup(self, node: BabNode) -> BabNode | None: ...
 
 
 def run_pooled(search: Searching, pool: PartPool) -> str:
@@ -167,9 +167,10 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
             continue
         if limit is not None and search.nodes >= limit:
             return "nodes"
-        _, _, node = heapq.heappop(search.heap)
-        sliced = slicing and node.unstable > search.options.mip_at
-        if not sliced and search.regroup(node):  # filed again with a lower bound, or pruned
+        _, _, popped = heapq.heappop(search.heap)
+        sliced = slicing and popped.unstable > search.options.mip_at
+        node = popped if sliced else search.regroup(popped)
+        if node is None:  # filed again with a lower bound, or pruned
             continue
         if not sliced:  # a slice counts the nodes it expands itself
             search.nodes += 1

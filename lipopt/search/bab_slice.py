@@ -50,8 +50,10 @@ def run_slice(
         if top.upper < floor:  # the sending search holds a better node: back to best first
             break
         heapq.heappop(search.heap)
-        if search.regroup(top):
+        regrouped = search.regroup(top)
+        if regrouped is None:
             continue
+        top = regrouped
         if top.unstable <= search.options.mip_at:
             held.append(top)
             continue

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+import lipopt.bounds.sign_shortlist as sign_shortlist
 from lipopt.domain import Box, L1Ball, L2Ball, LinfBall
 from lipopt.norms import OutputNorm
 from lipopt.search.activation_bab import ActivationBabOptions, activation_bab
@@ -119,6 +120,17 @@ def test_exact_with_a_chosen_sign_order() -> None:
     weights = oracle.random_network_weights(rng, [4, 7, 7, 3])
     domain = LinfBall(rng.normal(size=4), 0.5)
     _check_exact(weights, domain, OutputNorm.L1, "linf", "l1", group=2, swaps=10)
+
+
+def test_exact_from_shortlists_of_one_sign_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node's sign-group bound from the one sign vector per group its parent listed
+    (lipopt.bounds.sign_shortlist: groups past their list recomputed), groups of 2 and 3:
+    exact and attained on 6 networks, four kinds of domain."""
+    monkeypatch.setattr(sign_shortlist, "KEPT_ROWS", 1)
+    rng = np.random.default_rng(95)
+    for index in range(6):
+        weights, domain, c = _case(rng, index, ("box", "linf", "l1", "l2"))
+        _check_exact(weights, domain, c, "linf", cuts=True, group=2 + index % 2)
 
 
 def test_sign_groups_stop_after_the_probe_where_they_gain_too_little() -> None:
