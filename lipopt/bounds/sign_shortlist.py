@@ -23,9 +23,10 @@ over their (smaller) domains.
 vector outside the list might be larger, so that group is computed in full on the child's bounds
 (its new list: its own largest ``kept``; ``rest_G``: the next largest). Otherwise ``M_G`` is the
 shortlist's best, and equals the full bound wherever ``B_C <= B_P`` (tighter bounds, tighter
-relaxation). On the digits networks at 0.1 after 300 nodes the best sign vector of a group was
-the parent's best in half the groups, and within the parent's 16 best in 99 %
-(``docs/performance.md``), so a child bounds about ``kept`` rows per group instead of ``2^|G|``.
+relaxation). On the digits networks at 0.1, over 300 nodes, a group's best sign vector was its
+parent's best in at least half the groups, and within the parent's 16 best in 98.8-99.9 %
+(``docs/performance.md``): a child bounds ``kept`` rows per group, and the whole group (``2^|G|``
+rows) where the list falls short.
 """
 
 from __future__ import annotations
