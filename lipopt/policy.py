@@ -119,15 +119,12 @@ AUTO_L2_SOLVER = "scip"
 BAB_MIP_AT = 16
 
 #: the planned activation branch and bound splits by the ``score`` rule (the unstable neuron
-#: with the largest ``min(-l, u) · max(|ly|, |uy|)`` anywhere) where its root has at least this
-#: many unstable neurons with a kink, else by the ``layer`` rule (the earliest layer's best).
-#: benchmarks/bab_branching.py at 30 s, bab=True (results/bab_branching.md): from 32 unstable
-#: on, score's bracket was tighter on 10 of 11 cases (the digits CNN at radius 0.1, image 0:
-#: ratio 2.84 -> 2.23; the digits MLP at 0.1: 1.48 -> 1.36 and 1.74 -> 1.54; [64,20,20,2] unit
-#: box: 2.37 -> 1.98), looser on one (the digits MLP at 0.05, image 0, 34 unstable: 1.007 ->
-#: 1.039); below, a 27-unstable ball was tighter with score (2.19 -> 1.83) and an 8-unstable
-#: one exact in 1.1 s either way. Layer is kept below 32 for the searches that finish: on the
-#: test network of docs/performance.md it closed in 511 parts against score's 2587
+#: with the largest ``min(-l, u) · max(|ly|, |uy|)``) where its root has at least this many
+#: unstable neurons with a kink, else by the ``layer`` rule (the earliest layer's best). At 30 s
+#: (results/bab_branching.md) from 32 unstable on score's bracket was tighter on 10 of 11 cases
+#: (digits CNN at 0.1: ratio 2.84 -> 2.23; MLP at 0.1: 1.48 -> 1.36, 1.74 -> 1.54), looser on
+#: one (MLP at 0.05, 34 unstable: 1.007 -> 1.039). Layer is kept below 32 for the searches that
+#: finish: on the test network of docs/performance.md it closed in 511 parts against 2587
 BAB_SCORE_MIN_UNSTABLE = 32
 
 #: the activation branch and bound's margin LPs on nodes whose first layers are stable (they
@@ -142,12 +139,11 @@ BAB_PREFIX_LP_SHARE = 0.5
 
 #: the activation branch and bound tightens each child's unstable ranges over the input-space
 #: cut its split implies (lipopt.bounds.split_cuts) on networks with at most this many inputs.
-#: The search alone for 20 s (benchmarks/bab_split_cuts.py, results/bab_split_cuts.md), upper
-#: bound without / with the cuts: on the 64-input digits networks lower on all 7 cases (the MLP
-#: at 0.1: 596.4 -> 502.3 and 647.5 -> 557.8; the CNN at 0.05: 378.5 -> 333.5; the CNN at 0.1:
-#: 828.0 -> 816.1); on the 784-input MNIST-shaped networks, where each cut sorts 784
-#: breakpoints per row, higher on 2 of 3 (the MLP at 0.05: 10.69 -> 11.70). Nothing was
-#: measured between 64 and 784 inputs; 128 keeps to the side that was
+#: The search alone 20 s (results/bab_split_cuts.md), upper bound without / with the cuts: on
+#: the 64-input digits networks lower on all 7 cases (MLP at 0.1: 596.4 -> 502.3, 647.5 ->
+#: 557.8; CNN at 0.05: 378.5 -> 333.5; at 0.1: 828.0 -> 816.1); on the 784-input MNIST-shaped
+#: ones (each cut sorts 784 breakpoints per row) higher on 2 of 3 (MLP at 0.05: 10.69 -> 11.70).
+#: Nothing was measured between 64 and 784 inputs; 128 keeps to the side that was
 BAB_CUT_MAX_INPUTS = 128
 
 #: the branch and bound bounds each node it takes from the heap (ℓ∞ input) by lipopt.bounds.
@@ -155,9 +151,8 @@ BAB_CUT_MAX_INPUTS = 128
 #: relative gain is under MIN_GAIN (0.0 on the digits CNN at 0.05, 0.026-0.032 where they paid).
 #: Search alone 30 s, upper bound without / with groups of 8 (consecutive): digits MLP at 0.1
 #: 543.0 / 500.0, bundled digits CNN at 0.05 1221.8 / 859.7, digits CNN at 0.1 800.0 / 799.6.
-#: The groups' order is chosen on the root (lipopt.bounds.sign_order): the best candidate, then
-#: at most SWAPS swaps within SHARE of the time left. Root bound, own order / chosen: digits CNN
-#: 0.1 1020 / 830, MLP 0.1 624 / 557, bundled CNN 0.05 1395 / 1324 (image 0; docs/performance.md)
+#: The order is chosen on the root (lipopt.bounds.sign_order): the best candidate, then at most
+#: SWAPS swaps within SHARE of the time left (docs/performance.md)
 BAB_SIGN_GROUP = 8
 BAB_SIGN_GROUP_PROBE = 16
 BAB_SIGN_GROUP_MIN_GAIN = 0.01
@@ -169,6 +164,10 @@ BAB_SIGN_ORDER_SHARE = 0.05
 #: parts before / after: bundled digits CNN at 0.05 399-407 / 501-550; digits CNN 1552-2394 /
 #: 1984-2805 at 0.05, 436-1968 / 492-2048 at 0.1 (1 << 18, its 131 072-entry layer dense: fewer)
 BAB_DENSE_MAX_ENTRIES = 1 << 16
+
+#: the branch and bound's open nodes hold at most this many bytes of bounds; past it the lowest
+#: are parked, their bounds rebuilt from their splits when reached (lipopt.search.bab_heap)
+BAB_HEAP_MAX_BYTES = 1 << 30
 
 #: ``regions="auto"`` and ``split="auto"`` on at most AUTO_SPLIT_MAX_DIM inputs (where the
 #: regions are few): where at least this share of the hidden neurons has a bias of exactly 0
@@ -351,6 +350,7 @@ class Policy:
     bab_sign_order_swaps: int
     bab_sign_order_share: float
     bab_dense_max_entries: int
+    bab_heap_max_bytes: int
     auto_regions_zero_bias_share: float
     auto_regions_first_min_dim: int
     auto_regions_first_max_hidden: int

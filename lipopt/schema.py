@@ -60,6 +60,7 @@ MODEL_KEYS: dict[str, str] = {
     "bab_leaves": "`--bab`: parts of one activation pattern checked by a margin LP",
     "bab_parts_solved": "`--bab`: parts answered by their MIP (in this process or a worker)",
     "bab_regrouped": "`--bab`: parts whose sign-group bound was lower than their own (ℓ∞ input)",
+    "bab_parked": "`--bab`: open parts parked under the memory cap (bounds rebuilt when reached)",
 }
 
 #: keys of ``timings``, in the order the summary's ``time`` line lists them

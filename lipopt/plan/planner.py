@@ -104,6 +104,7 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
             sign_order_swaps=policy.bab_sign_order_swaps,
             sign_order_share=policy.bab_sign_order_share,
             dense_below=policy.bab_dense_max_entries,
+            heap_bytes=policy.bab_heap_max_bytes,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,

@@ -37,8 +37,6 @@ goes on; a part in flight keeps its node's ``U_S`` in ``upper`` until its answer
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import time
 from dataclasses import replace
 
@@ -65,42 +63,39 @@ from lipopt.search.activation_rules import (
     pattern_value,
     resolved_branching,
 )
+from lipopt.search.bab_heap import NodeHeap, unparked
 from lipopt.search.bab_node import (
     ActivationBabOptions,
     ActivationBabOutcome,
     BabNode,
     PartAnswer,
     SolvePart,
+    ended_status,
     start_witness,
     with_sign_order,
 )
 from lipopt.search.bab_pool import PartPool, prune_open, run_pooled
 from lipopt.search.kinds import identity_active, unstable_count
-from lipopt.status import Status
 from lipopt.verify import Dimension, check_region
 
 FloatArray = NDArray[np.float64]
 
 #: the options of a search not given any
 DEFAULT_OPTIONS = ActivationBabOptions()
+Problem = tuple[Network, Domain, Seed, InputNorm]  # a search's network, domain, c, input norm
 
 
 class _Search:
     """The open nodes (a heap on ``-U_S``), the best attained value and what closed nodes and
     pruned nodes leave of the upper bound."""
 
-    def __init__(
-        self,
-        problem: tuple[Network, Domain, Seed, InputNorm],
-        options: ActivationBabOptions,
-        deadline: float | None,
-    ) -> None:
+    def __init__(self, problem: Problem, options: ActivationBabOptions, deadline: float | None):
         network, self.domain, self.seed, self.norm = problem
         self.sparse_network = network  # the sign-group bound's: its many rows pay for sparse
         self.network = network.dense(options.dense_below) if options.dense_below else network
         self.options, self.deadline = options, deadline
-        self.heap: list[tuple[float, int, BabNode]] = []
-        self.order = itertools.count()
+        self.heap = NodeHeap(options.heap_bytes)
+        self.root: NetworkBounds | None = None  # what parked nodes' bounds are rebuilt from
         self.lower, self.certified = 0.0, False
         self.point: FloatArray | None = None
         self.settled = 0.0  # closed leaves' values and pruned nodes' bounds: covered parts
@@ -150,8 +145,23 @@ class _Search:
             if kept is None:
                 self.empty += 1
             else:
-                heapq.heappush(self.heap, (-kept.upper, next(self.order), kept))
+                self.heap.push(kept)
         return upper
+
+    def take(self) -> BabNode | None:
+        """The heap's best node; a parked one (:mod:`lipopt.search.bab_heap`) with its bounds
+        made again from its splits and the root's (None: they show ``D_S`` empty, or hold no
+        unstable neuron and the node was closed as a leaf)."""
+        node = self.heap.pop()
+        if isinstance(node, BabNode):
+            return node
+        rebuilt = unparked(node, (self.network, self.domain, self.seed), self.root)
+        if rebuilt is not None and rebuilt.unstable > 0:
+            return rebuilt
+        self.empty += rebuilt is None
+        if rebuilt is not None:
+            self.close_leaf(rebuilt)
+        return None
 
     def regroup(self, node: BabNode) -> BabNode | None:
         """A node just taken from the heap, with the ℓ∞ input norm: its sign-group bound
@@ -174,7 +184,7 @@ class _Search:
             self.settled = max(self.settled, bound)
         else:
             kept = replace(node, upper=bound, grouped=True)
-            heapq.heappush(self.heap, (-bound, next(self.order), kept))
+            self.heap.push(kept)
         return None
 
     def grouping(self) -> bool:
@@ -291,30 +301,17 @@ class _Search:
         """Expand best-first until closed or a limit: ``"done"``, ``"time"`` or ``"nodes"``."""
         limit = self.options.node_limit
         while self.heap:
-            top = self.heap[0][2]
             if prune_open(self):  # the heap's largest bound: every open node goes
                 break
             if self.deadline is not None and time.perf_counter() >= self.deadline:
                 return "time"
             if limit is not None and self.nodes >= limit:
                 return "nodes"
-            heapq.heappop(self.heap)
-            node = self.regroup(top)
+            node = self.take()
+            node = None if node is None else self.regroup(node)
             if node is not None:
                 self.expand(node, solve_part)
         return "done"
-
-    def status(self, stopped: str, upper: float) -> Status:
-        """How the search ended (see :class:`ActivationBabOutcome`)."""
-        if stopped == "time":
-            return Status.TIME_LIMIT
-        if stopped == "nodes":
-            return Status.INTERRUPTED
-        if not self.certified:
-            return Status.UPPER_BOUND
-        if closed(upper, self.lower):  # every strategy's exactness (a part MIP's bound, e.g.
-            return Status.OPTIMAL  # CBC's, may sit a few 1e-9 above the value it attains)
-        return Status.GAP_LIMIT if self.prunable(upper) else Status.UPPER_BOUND
 
 
 def activation_bab(
@@ -368,12 +365,13 @@ def activation_bab_on(
     search = _Search((network, domain, seed, norm), options, deadline)
     if witness is not None:
         search.offer(witness.norm_value, witness.point, witness.certified_pattern)
+    search.root = root
     root_upper = search.make_node({}, root, None)
     if isinstance(solve_part, PartPool):
         stopped = run_pooled(search, solve_part)
     else:
         stopped = search.run(solve_part)
-    opened = -search.heap[0][0] if search.heap else 0.0
+    opened = search.heap.top().upper if search.heap else 0.0
     flying = max((node.upper for node in search.flying.values()), default=0.0)
     upper = max(search.lower, search.settled, search.unclosed, opened, flying)
     return ActivationBabOutcome(
@@ -381,13 +379,14 @@ def activation_bab_on(
         lower=float(search.lower),
         witness=search.point,
         certified=search.certified,
-        status=search.status(stopped, upper),
+        status=ended_status(stopped, upper, (search.lower, search.certified), options.gap),
         nodes=search.nodes,
         pruned=search.pruned,
         leaves=search.leaves,
         empty=search.empty,
         solved=search.solved,
         regrouped=search.regrouped,
+        parked=search.heap.parked,
         seconds=time.perf_counter() - began,
         root_upper=float(root_upper),
         root_unstable=root_unstable,

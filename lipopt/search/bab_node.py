@@ -16,6 +16,7 @@ from lipopt.bounds.constrained import Neuron
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.sign_order import chosen_order
 from lipopt.bounds.sign_shortlist import SignShortlist
+from lipopt.bracket import closed
 from lipopt.domain import Domain
 from lipopt.heuristics.attack import gradient_attack
 from lipopt.heuristics.witness import Witness, best_witness, value_at
@@ -60,6 +61,8 @@ class ActivationBabOptions:
             entries dense (0: as stored): their products have few rows, where scipy.sparse's
             cost per call outweighs the entries; the sign-group bound, with thousands of rows,
             keeps them sparse.
+        heap_bytes: the open nodes hold at most this many bytes of bounds; past it the lowest
+            are parked (:mod:`lipopt.search.bab_heap`; None: no cap).
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -80,6 +83,7 @@ class ActivationBabOptions:
     sign_order_swaps: int = -1
     sign_order_share: float = 1.0
     dense_below: int = 0
+    heap_bytes: int | None = None
     rng_seed: int = 0
 
 
@@ -118,7 +122,8 @@ class ActivationBabOutcome:
         nodes: nodes expanded; pruned: nodes dropped by their upper bound; leaves: fixed-pattern
             nodes checked; empty: sub-domains shown empty or lower-dimensional; solved: nodes
             handed to ``solve_part``; regrouped: nodes filed again with a lower sign-group
-            bound; root_upper, root_unstable: the root's bound and count.
+            bound; parked: nodes whose bounds the heap dropped under its cap (rebuilt when
+            reached); root_upper, root_unstable: the root's bound and count.
     """
 
     upper: float
@@ -132,6 +137,7 @@ class ActivationBabOutcome:
     empty: int
     solved: int
     regrouped: int
+    parked: int
     seconds: float
     root_upper: float
     root_unstable: int
@@ -172,6 +178,22 @@ def start_witness(
     return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
 
 
+def ended_status(stopped: str, upper: float, attained: tuple[float, bool], gap: float) -> Status:
+    """How a search that proved ``upper`` ended (see :class:`ActivationBabOutcome`):
+    ``stopped`` is ``"time"``, ``"nodes"`` or ``"done"``; ``attained``: its best value and
+    whether the margin LP certified it."""
+    if stopped == "time":
+        return Status.TIME_LIMIT
+    if stopped == "nodes":
+        return Status.INTERRUPTED
+    lower, certified = attained
+    if not certified:
+        return Status.UPPER_BOUND
+    if closed(upper, lower):  # every strategy's exactness (a part MIP's bound, e.g.
+        return Status.OPTIMAL  # CBC's, may sit a few 1e-9 above the value it attains)
+    return Status.GAP_LIMIT if upper <= lower * (1.0 + gap) else Status.UPPER_BOUND
+
+
 def with_sign_order(
     options: ActivationBabOptions, query: Query, root: NetworkBounds, deadline: float | None
 ) -> ActivationBabOptions:
@@ -198,6 +220,7 @@ __all__ = [
     "BabNode",
     "PartAnswer",
     "SolvePart",
+    "ended_status",
     "start_witness",
     "with_sign_order",
 ]

@@ -33,10 +33,8 @@ on the same exact constant (within the exact tolerance) for any pool, and for th
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -45,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lipopt import policy
+from lipopt.search.bab_heap import HeapNode, NodeHeap
 from lipopt.search.bab_node import ActivationBabOptions, BabNode, PartAnswer
 
 #: seconds to wait for a part's answer in one go while nothing else can be done (the deadline
@@ -72,7 +71,7 @@ class Expanded:
         counts: nodes expanded, pruned, leaves, empty and regrouped in the slice.
     """
 
-    open_nodes: tuple[BabNode, ...]
+    open_nodes: tuple[HeapNode, ...]
     lower: float
     point: NDArray[np.float64] | None
     certified: bool
@@ -118,7 +117,7 @@ class Searching(Protocol):
     """What :func:`run_pooled` uses of the search
     (:class:`~lipopt.search.activation_bab._Search`)."""
 
-    heap: list[tuple[float, int, BabNode]]
+    heap: NodeHeap
     flying: dict[int, BabNode]
     options: ActivationBabOptions
     deadline: float | None
@@ -131,11 +130,6 @@ class Searching(Protocol):
     empty: int
     regrouped: int
 
-    @property
-    def order(self) -> Iterator[int]:
-        """The heap's tie-breaker: a count."""
-        ...
-
     def prunable(self, upper: float) -> bool: ...
 
     def offer(self, value: float, point: NDArray[np.float64] | None, certified: bool) -> None: ...
@@ -145,6 +139,8 @@ class Searching(Protocol):
     def split(self, node: BabNode) -> None: ...
 
     def regroup(self, node: BabNode) -> BabNode | None: ...
+
+    def take(self) -> BabNode | None: ...
 
 
 def run_pooled(search: Searching, pool: PartPool) -> str:
@@ -167,7 +163,9 @@ def run_pooled(search: Searching, pool: PartPool) -> str:
             continue
         if limit is not None and search.nodes >= limit:
             return "nodes"
-        _, _, popped = heapq.heappop(search.heap)
+        popped = search.take()
+        if popped is None:  # a parked node whose rebuilt bounds leave its D_S empty
+            continue
         sliced = slicing and popped.unstable > search.options.mip_at
         node = popped if sliced else search.regroup(popped)
         if node is None:  # filed again with a lower bound, or pruned
@@ -191,7 +189,7 @@ def _send(search: Searching, pool: PartPool, tag: int, node: BabNode) -> None:
         pool.submit(tag, node, search.lower)
     else:
         assert isinstance(pool, SlicePool)
-        floor = -search.heap[0][0] if search.heap else 0.0
+        floor = search.heap.top().upper if search.heap else 0.0
         pool.expand(tag, node, (search.lower, floor), search.options)
 
 
@@ -200,7 +198,7 @@ def _waits(search: Searching, pool: PartPool, slicing: bool) -> bool:
     node where the pool runs slices) and no worker is free."""
     if not search.heap:
         return bool(search.flying)
-    to_pool = slicing or search.heap[0][2].unstable <= search.options.mip_at
+    to_pool = slicing or search.heap.top().unstable <= search.options.mip_at
     return to_pool and pool.free() <= 0
 
 
@@ -213,10 +211,10 @@ def _wait_time(search: Searching) -> float:
 def prune_open(search: Searching) -> bool:
     """Every open node, where the heap's largest bound is within the gap of ``lower``: pruned
     (that bound settled); whether they went."""
-    if not search.heap or not search.prunable(search.heap[0][2].upper):
+    if not search.heap or not search.prunable(search.heap.top().upper):
         return False
     search.pruned += len(search.heap)
-    search.settled = max(search.settled, search.heap[0][2].upper)
+    search.settled = max(search.settled, search.heap.top().upper)
     search.heap.clear()
     return True
 
@@ -277,7 +275,7 @@ def _merge(search: Searching, expanded: Expanded, open_: bool) -> None:
     search.regrouped += regrouped
     for child in expanded.open_nodes:
         if open_ and not search.prunable(child.upper):
-            heapq.heappush(search.heap, (-child.upper, next(search.order), child))
+            search.heap.push(child)
         else:
             search.pruned += 1
             search.settled = max(search.settled, child.upper)

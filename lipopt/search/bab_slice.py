@@ -20,7 +20,6 @@ bounds' running gain, the margin LPs' share of its time), so a slice is not a fr
 
 from __future__ import annotations
 
-import heapq
 import time
 
 from lipopt.query import Query
@@ -42,24 +41,23 @@ def run_slice(
     search.nodes = search.pruned = search.leaves = search.empty = search.regrouped = 0
     search.deadline = until
     held: list[BabNode] = []  # parts, for the pool's MIPs
-    heapq.heappush(search.heap, (-node.upper, next(search.order), node))
+    search.heap.push(node)
     while search.heap and time.perf_counter() < until:
-        top = search.heap[0][2]
+        top = search.heap.top()
         if prune_open(search):  # the heap's largest bound: every open node goes
             break
         if top.upper < floor:  # the sending search holds a better node: back to best first
             break
-        heapq.heappop(search.heap)
-        regrouped = search.regroup(top)
+        taken = search.take()
+        regrouped = None if taken is None else search.regroup(taken)
         if regrouped is None:
             continue
-        top = regrouped
-        if top.unstable <= search.options.mip_at:
-            held.append(top)
+        if regrouped.unstable <= search.options.mip_at:
+            held.append(regrouped)
             continue
         search.nodes += 1
-        search.split(top)
-    left = tuple(held) + tuple(entry[2] for entry in search.heap)
+        search.split(regrouped)
+    left = tuple(held) + search.heap.nodes()
     counts = (search.nodes, search.pruned, search.leaves, search.empty, search.regrouped)
     point = search.point
     return Expanded(

@@ -180,6 +180,7 @@ def _bracket(found: ActivationBabOutcome, solver: str) -> Bracket:
         "bab_leaves": found.leaves,
         "bab_parts_solved": found.solved,
         "bab_regrouped": found.regrouped,
+        "bab_parked": found.parked,
     }
     witness = found.witness
     return Bracket(

@@ -93,12 +93,12 @@ class _SlicePool:
         return out
 
 
-def _sliced(case, seconds: float, deadline: float | None = None, hold: bool = False):
+def _sliced(case, seconds: float, deadline: float | None = None, hold: bool = False, cap=None):
     widths, kind, norm, seed, mip_at = case
     net, domain, c = _problem(widths, kind, seed)
     query = Query(net, domain, lipopt.InputNorm.parse(norm), c)
     pool = _SlicePool(query, part_solver(query, None), seconds, hold)
-    options = ActivationBabOptions(mip_at=mip_at, attack_restarts=0)
+    options = ActivationBabOptions(mip_at=mip_at, attack_restarts=0, heap_bytes=cap)
     start = start_witness(net, domain, c, query.norm, options)
     found = activation_bab(
         net, domain, c, norm, options=options, solve_part=pool, deadline=deadline, start=start
@@ -115,6 +115,16 @@ def test_a_search_on_slices_closes_on_the_oracles_value(case):
     assert found.status.value == "optimal", found
     assert found.upper == pytest.approx(truth, rel=1e-6, abs=1e-9)
     assert found.lower <= found.upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("case", CASES[1:3])
+def test_a_search_on_slices_that_park_every_node_closes_on_the_oracles_value(case):
+    """The heaps of the search and of its slices capped at one byte: every node they file is
+    parked, rebuilt when taken, and the search still closes on the constant."""
+    found, pool, truth = _sliced(case, seconds=0.005, cap=1)
+    assert pool.slices >= 2 and found.parked > 0
+    assert found.status.value == "optimal", found
+    assert found.upper == pytest.approx(truth, rel=1e-6, abs=1e-9)
 
 
 def test_a_search_stopped_with_slices_in_flight_keeps_their_bounds():
