@@ -125,8 +125,8 @@ def top_node(query: Any, seconds: float) -> tuple[float, int, Any]:
     found = search_module.activation_bab_on(
         query, options=options, deadline=time.perf_counter() + seconds
     )
-    heap = kept["search"].heap
-    return found.upper, found.nodes, (min(heap)[2].bounds if heap else None)
+    heap = kept["search"].heap  # no cap: every open node holds its bounds
+    return found.upper, found.nodes, (heap.top().bounds if heap else None)
 
 
 def _job(args: tuple[str, float], queue: Any) -> None:

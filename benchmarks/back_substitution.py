@@ -37,6 +37,7 @@ from machine import run_stamp  # noqa: E402
 import lipopt.bounds.back_substitution as walks  # noqa: E402
 import lipopt.search.activation_bab as search_module  # noqa: E402
 from lipopt.bounds.jacobian import chord_switches, slope_problem  # noqa: E402
+from lipopt.bounds.sign_groups import sign_group_bound  # noqa: E402
 from lipopt.norms import InputNorm  # noqa: E402
 from lipopt.query import Query  # noqa: E402
 from lipopt.search.bab_node import ActivationBabOptions  # noqa: E402
@@ -57,21 +58,21 @@ def captured(case: str, seconds: float) -> list[tuple[Any, ...]]:
         sign_group_probe=policy.BAB_SIGN_GROUP_PROBE, dense_below=policy.BAB_DENSE_MAX_ENTRIES,
     )  # fmt: skip
     calls: list[tuple[Any, ...]] = []
-    real = search_module.sign_group_bound
+    real = search_module.shortlist_bound  # the search's sign-group bounds, from its lists
 
-    def spy(network: Any, bounds: Any, seed: Any, size: int) -> float:
+    def spy(network: Any, bounds: Any, seed: Any, grouping: Any, listed: Any) -> Any:
         if len(calls) < 40:
-            calls.append((network, bounds, seed, size))
-        return real(network, bounds, seed, size)
+            calls.append((network, bounds, seed, grouping[0]))
+        return real(network, bounds, seed, grouping, listed)
 
-    search_module.sign_group_bound = spy
+    search_module.shortlist_bound = spy
     try:
         search_module.activation_bab_on(
             Query(net, domain, InputNorm.LINF, c), options=options,
             deadline=time.perf_counter() + seconds,
         )  # fmt: skip
     finally:
-        search_module.sign_group_bound = real
+        search_module.shortlist_bound = real
     return calls[::4]
 
 
@@ -91,8 +92,8 @@ def forced(threshold: int, problems: list[tuple[Any, ...]]) -> tuple[float, list
     kept = walks.KEPT_COLUMNS_MIN_ROWS
     walks.KEPT_COLUMNS_MIN_ROWS = threshold
     try:
-        values = [search_module.sign_group_bound(*p) for p in problems]
-        seconds = sum(best_of(lambda p=p: search_module.sign_group_bound(*p)) for p in problems)
+        values = [sign_group_bound(*p) for p in problems]
+        seconds = sum(best_of(lambda p=p: sign_group_bound(*p)) for p in problems)
     finally:
         walks.KEPT_COLUMNS_MIN_ROWS = kept
     return 1e3 * seconds / len(problems), values

@@ -159,7 +159,7 @@ def test_the_branch_and_bound_answers_alike_with_small_layers_dense(monkeypatch)
     from lipopt.search import activation_bab as search  # noqa: PLC0415
     from lipopt.search.activation_bab import ActivationBabOptions, activation_bab  # noqa: PLC0415
 
-    seen: dict[str, set[tuple[bool, ...]]] = {"split_bounds": set(), "sign_group_bound": set()}
+    seen: dict[str, set[tuple[bool, ...]]] = {"split_bounds": set(), "shortlist_bound": set()}
 
     def recording(name):
         original = getattr(search, name)
@@ -171,7 +171,7 @@ def test_the_branch_and_bound_answers_alike_with_small_layers_dense(monkeypatch)
         monkeypatch.setattr(search, name, record)
 
     recording("split_bounds")
-    recording("sign_group_bound")
+    recording("shortlist_bound")
 
     rng = np.random.default_rng(5)
     first = Affine(_banded(64, 64, 5), 0.1 * rng.normal(size=64))
@@ -188,7 +188,7 @@ def test_the_branch_and_bound_answers_alike_with_small_layers_dense(monkeypatch)
             kept.clear()
         out = activation_bab(net, ball, c, "linf", options=options)
         node_layers = (False, False, False) if dense_below else (True, True, False)
-        assert seen == {"split_bounds": {node_layers}, "sign_group_bound": {(True, True, False)}}
+        assert seen == {"split_bounds": {node_layers}, "shortlist_bound": {(True, True, False)}}
         assert out.status == "optimal" and out.witness is not None and out.nodes > 0
         assert out.lower == pytest.approx(np.abs(net.gradients(out.witness, c)).sum(), rel=1e-9)
         outs.append(out)
