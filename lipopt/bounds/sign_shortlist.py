@@ -46,17 +46,17 @@ from lipopt.norms import InputNorm
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: the sign vectors a parent passes on per group: 16 held the best one of 99 % of the groups of
-#: the digits networks' children (module docstring)
+#: the sign vectors a parent passes on per group: 16 held the best one of 98.8-99.9 % of the
+#: groups of the digits networks' children (module docstring)
 KEPT_ROWS = 16
 
 
 @dataclass(frozen=True)
 class SignShortlist:
     """Per group ``G``: the shortlisted rows (``index``, into the search's
-    :func:`~lipopt.bounds.sign_groups.ordered_rows`, grouped by group), their bounds ``values``
-    over the sub-domain that listed them, and ``rest[G]`` >= the bound of every other sign
-    vector of the group there (``-inf``: every sign vector of the group is listed)."""
+    :func:`~lipopt.bounds.sign_groups.ordered_rows`), upper bounds ``values`` of their
+    ``σᵀ g_G`` over the sub-domain that holds the list, and ``rest[G]`` >= that of every other
+    sign vector of the group (``-inf``: every sign vector of the group is listed)."""
 
     index: IntArray
     values: FloatArray
