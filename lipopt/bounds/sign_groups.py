@@ -103,11 +103,17 @@ def row_bounds(problem: SlopeProblem, rows: FloatArray) -> FloatArray:
     return np.concatenate(values)
 
 
+def group_best(values: FloatArray, owners: IntArray, groups: int) -> FloatArray:
+    """Each of ``groups`` groups' largest value (``owners``: the group of each value; ``-inf``
+    where a group has none)."""
+    best = np.full(groups, -np.inf)
+    np.maximum.at(best, owners, values)
+    return best
+
+
 def group_maxima(problem: SlopeProblem, rows: FloatArray, owners: IntArray) -> FloatArray:
     """Each group's ``max(max_σ B(σ), 0)``, from its rows (``owners``: the group of each row)."""
-    values = row_bounds(problem, rows)
-    best = np.full(int(owners[-1]) + 1, -np.inf)
-    np.maximum.at(best, owners, values)
+    best = group_best(row_bounds(problem, rows), owners, int(owners[-1]) + 1)
     return np.maximum(best, 0.0)
 
 
@@ -148,6 +154,6 @@ def sign_group_bound(
 
 
 __all__ = [
-    "CHUNK_ENTRIES", "group_maxima", "group_rows", "ordered_rows", "rounded_sum", "row_bounds",
-    "sign_group_bound", "sign_rows",
+    "CHUNK_ENTRIES", "group_best", "group_maxima", "group_rows", "ordered_rows", "rounded_sum",
+    "row_bounds", "sign_group_bound", "sign_rows",
 ]  # fmt: skip

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from lipopt.bounds.interval import NetworkBounds, Seed
 from lipopt.bounds.jacobian import slope_problem
-from lipopt.bounds.sign_groups import ordered_rows, rounded_sum, row_bounds
+from lipopt.bounds.sign_groups import group_best, ordered_rows, rounded_sum, row_bounds
 from lipopt.network import Network
 from lipopt.norms import InputNorm
 
@@ -91,13 +91,6 @@ def _merged(parts: Sequence[SignShortlist], groups: int) -> SignShortlist:
     return SignShortlist(index, values, rest)
 
 
-def _group_best(values: FloatArray, groups_of: IntArray, groups: int) -> FloatArray:
-    """Each group's largest value (``-inf`` where it has none)."""
-    best = np.full(groups, -np.inf)
-    np.maximum.at(best, groups_of, values)
-    return best
-
-
 def shortlist_bound(
     network: Network,
     bounds: NetworkBounds,
@@ -117,11 +110,11 @@ def shortlist_bound(
     groups = int(owners[-1]) + 1
     if listed is None:
         values = row_bounds(problem, rows)
-        best = _group_best(values, owners, groups)
+        best = group_best(values, owners, groups)
         every = np.arange(rows.shape[0])
         return rounded_sum(np.maximum(best, 0.0)), _listed(every, values, owners, groups, kept)
     values = np.minimum(row_bounds(problem, rows[listed.index]), listed.values)
-    best = _group_best(values, owners[listed.index], groups)
+    best = group_best(values, owners[listed.index], groups)
     redo = best < listed.rest  # a sign vector off the list may bound the group higher
     still = ~redo[owners[listed.index]]
     rest = np.where(redo, -np.inf, listed.rest)
@@ -129,7 +122,7 @@ def shortlist_bound(
     if redo.any():
         every = np.nonzero(redo[owners])[0]
         full = row_bounds(problem, rows[every])
-        best[redo] = _group_best(full, owners[every], groups)[redo]
+        best[redo] = group_best(full, owners[every], groups)[redo]
         parts.append(_listed(every, full, owners, groups, kept))
     return rounded_sum(np.maximum(best, 0.0)), _merged(parts, groups)
 
