@@ -149,9 +149,8 @@ class _Search:
         return upper
 
     def take(self) -> BabNode | None:
-        """The heap's best node; a parked one (:mod:`lipopt.search.bab_heap`) with its bounds
-        made again from its splits and the root's (None: they show ``D_S`` empty, or hold no
-        unstable neuron and the node was closed as a leaf)."""
+        """The heap's best node, a parked one rebuilt (:func:`unparked`; None: its ``D_S`` is
+        empty, or it has no unstable neuron left and was closed as a leaf)."""
         node = self.heap.pop()
         if isinstance(node, BabNode):
             return node
@@ -379,7 +378,9 @@ def activation_bab_on(
         lower=float(search.lower),
         witness=search.point,
         certified=search.certified,
-        status=ended_status(stopped, upper, (search.lower, search.certified), options.gap),
+        status=ended_status(
+            stopped, upper, (search.lower, search.certified), search.prunable(upper)
+        ),
         nodes=search.nodes,
         pruned=search.pruned,
         leaves=search.leaves,

@@ -178,10 +178,13 @@ def start_witness(
     return best_witness(network, domain, seed, norm, candidates, rng, deadline=deadline)
 
 
-def ended_status(stopped: str, upper: float, attained: tuple[float, bool], gap: float) -> Status:
+def ended_status(
+    stopped: str, upper: float, attained: tuple[float, bool], within_gap: bool
+) -> Status:
     """How a search that proved ``upper`` ended (see :class:`ActivationBabOutcome`):
     ``stopped`` is ``"time"``, ``"nodes"`` or ``"done"``; ``attained``: its best value and
-    whether the margin LP certified it."""
+    whether the margin LP certified it; ``within_gap``: ``upper`` is within the search's gap of
+    that value."""
     if stopped == "time":
         return Status.TIME_LIMIT
     if stopped == "nodes":
@@ -191,7 +194,7 @@ def ended_status(stopped: str, upper: float, attained: tuple[float, bool], gap: 
         return Status.UPPER_BOUND
     if closed(upper, lower):  # every strategy's exactness (a part MIP's bound, e.g.
         return Status.OPTIMAL  # CBC's, may sit a few 1e-9 above the value it attains)
-    return Status.GAP_LIMIT if upper <= lower * (1.0 + gap) else Status.UPPER_BOUND
+    return Status.GAP_LIMIT if within_gap else Status.UPPER_BOUND
 
 
 def with_sign_order(
