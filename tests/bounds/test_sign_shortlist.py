@@ -55,9 +55,10 @@ def test_never_below_the_exact_constant_on_a_tree_of_splits(kind: str) -> None:
         root = split_bounds(net, domain, c, {})
         value, listed = shortlist_bound(net, root, c, (2, None), None, kept=1)
         assert value == sign_group_bound(net, root, c, 2)  # no list: every sign vector
-        first, second = _first_layer_open(root, 2) + [None] * (2 - len(_first_layer_open(root, 2)))
-        if second is None:
+        opened = _first_layer_open(root, 2)
+        if len(opened) < 2:
             continue
+        first, second = opened
         for a in (True, False):
             child = split_bounds(net, domain, c, {(0, first): a}, root)
             if child is None:
