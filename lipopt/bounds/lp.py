@@ -75,9 +75,10 @@ FloatArray = NDArray[np.float64]
 TIME_BUDGET = 10.0
 
 
-class _Relaxation(DomainLP):
-    """The LP relaxation ``R_k`` of :func:`tighten`: the domain's LP, grown one hidden layer
-    at a time."""
+class NetworkRelaxation(DomainLP):
+    """The LP relaxation ``R_k`` of :func:`tighten` (and of
+    :func:`lipopt.bounds.split_empty.proven_empty`): the domain's LP, grown one hidden layer at
+    a time."""
 
     def add_layer(
         self,
@@ -172,7 +173,7 @@ def tighten(
     affines = network.affine_layers
     if len(affines) <= 2:
         return lowers, uppers, stats
-    relaxation = _Relaxation(domain)
+    relaxation = NetworkRelaxation(domain)
     previous = relaxation.inputs
     for k in range(1, len(affines) - 1):
         before = affines[k - 1]
@@ -226,4 +227,4 @@ def lp_bounds(
     return assembled((lowers, uppers), backward, "lp", slopes_of(network))
 
 
-__all__ = ["TIME_BUDGET", "lp_bounds", "tighten"]
+__all__ = ["TIME_BUDGET", "NetworkRelaxation", "lp_bounds", "tighten"]

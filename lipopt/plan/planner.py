@@ -105,6 +105,8 @@ def _bab(query: Query, config: SolveConfig, policy: Policy) -> ActivationBab:
             sign_order_share=policy.bab_sign_order_share,
             dense_below=policy.bab_dense_max_entries,
             heap_bytes=policy.bab_heap_max_bytes,
+            empty_lp_at=policy.bab_empty_lp_max_unstable,
+            empty_lp_rate=policy.bab_empty_lp_min_rate,
         ),  # fmt: skip
         solver=adapter_name(config.solver),
         workers=config.workers,

@@ -63,6 +63,7 @@ from lipopt.search.activation_rules import (
     pattern_value,
     resolved_branching,
 )
+from lipopt.search.bab_empty import EmptyLpGate
 from lipopt.search.bab_heap import NodeHeap, unparked
 from lipopt.search.bab_node import (
     ActivationBabOptions,
@@ -106,6 +107,8 @@ class _Search:
         self.began, self.prefix_seconds = time.perf_counter(), 0.0  # the margin LPs' time
         self.group_tries, self.group_gain = 0, 0.0  # their count, their relative gains summed
         self.regrouped = 0  # nodes filed again with a lower sign-group bound
+        self.empty_gate = EmptyLpGate(options.empty_lp_at, options.empty_lp_rate)
+        self.problem = (self.network, self.domain, self.seed)  # what parked nodes are rebuilt on
 
     def offer(self, value: float, point: FloatArray | None, certified: bool) -> None:
         """An attained value (at ``point``): the best so far is kept, and a certified one that
@@ -149,18 +152,16 @@ class _Search:
         return upper
 
     def take(self) -> BabNode | None:
-        """The heap's best node, a parked one rebuilt (:func:`unparked`; None: its ``D_S`` is
-        empty, or it has no unstable neuron left and was closed as a leaf)."""
-        node = self.heap.pop()
-        if isinstance(node, BabNode):
-            return node
-        rebuilt = unparked(node, (self.network, self.domain, self.seed), self.root)
-        if rebuilt is not None and rebuilt.unstable > 0:
-            return rebuilt
-        self.empty += rebuilt is None
-        if rebuilt is not None:
-            self.close_leaf(rebuilt)
-        return None
+        """The heap's best node, a parked one rebuilt; None: empty (EmptyLpGate) or a leaf."""
+        popped = self.heap.pop()
+        node = popped if isinstance(popped, BabNode) else unparked(popped, self.problem, self.root)
+        if node is not None and node.unstable == 0:  # rebuilt with one pattern left
+            self.close_leaf(node)
+            return None
+        gate = self.empty_gate
+        empty = node is None or gate.drops(self.network, self.domain, node, self.deadline)
+        self.empty += empty
+        return None if empty else node
 
     def regroup(self, node: BabNode) -> BabNode | None:
         """A node just taken from the heap, with the ℓ∞ input norm: its sign-group bound
@@ -187,8 +188,7 @@ class _Search:
         return None
 
     def grouping(self) -> bool:
-        """Whether the sign-group bounds run: the ℓ∞ input norm, a group size, and, after the
-        probe, a mean gain at least the floor."""
+        """Whether the sign-group bounds run: ℓ∞ input, a group size, after the probe a gain."""
         options = self.options
         if options.sign_group <= 0 or self.norm is not InputNorm.LINF:
             return False

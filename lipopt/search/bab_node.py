@@ -63,6 +63,12 @@ class ActivationBabOptions:
             keeps them sparse.
         heap_bytes: the open nodes hold at most this many bytes of bounds; past it the lowest
             are parked (:mod:`lipopt.search.bab_heap`; None: no cap).
+        empty_lp_at, empty_lp_rate: a node taken from the heap with at most ``empty_lp_at``
+            unstable neurons may first be checked by
+            :func:`~lipopt.bounds.split_empty.proven_empty`, and is dropped where its
+            sub-domain is shown empty; :class:`~lipopt.search.bab_empty.EmptyLpGate` decides,
+            from how often that LP found nodes of its size empty (at least ``empty_lp_rate``
+            of the recent tries; 0: every node; ``empty_lp_at`` 0: never).
         rng_seed: seeds the attack and the fallback samples.
     """
 
@@ -84,6 +90,8 @@ class ActivationBabOptions:
     sign_order_share: float = 1.0
     dense_below: int = 0
     heap_bytes: int | None = None
+    empty_lp_at: int = 0
+    empty_lp_rate: float = 0.0
     rng_seed: int = 0
 
 

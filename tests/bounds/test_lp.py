@@ -12,7 +12,7 @@ from lipopt import lipschitz
 from lipopt.bounds import propagate
 from lipopt.bounds.interval import interval_bounds
 from lipopt.bounds.linear import forward_linear, linear_bounds
-from lipopt.bounds.lp import _Relaxation, lp_bounds, tighten
+from lipopt.bounds.lp import NetworkRelaxation, lp_bounds, tighten
 from lipopt.domain import Box, L1Ball, LinfBall
 from lipopt.norms import OutputNorm
 from tests.bounds.test_linear import DOMAINS, assert_inside, assert_sound
@@ -97,7 +97,7 @@ def test_tighten_on_a_network_with_one_hidden_layer_changes_nothing():
 )
 def test_relaxation_of_the_domain_is_exact(domain):
     """min w·x over the domain: the box's and the lifted ℓ1 ball's LPs give the closed form."""
-    relaxation = _Relaxation(domain)
+    relaxation = NetworkRelaxation(domain)
     rng = np.random.default_rng(11)
     for _ in range(5):
         w = rng.normal(size=3)
@@ -119,7 +119,7 @@ def test_safe_bound_is_valid_for_any_multipliers():
     net = random_network(np.random.default_rng(12), [3, 6, 4, 1])
     domain = LinfBall([0.1, 0.2, 0.3], 0.5)
     lowers, uppers = forward_linear(net, domain)
-    relaxation = _Relaxation(domain)
+    relaxation = NetworkRelaxation(domain)
     previous = relaxation.add_layer(
         relaxation.inputs,
         net.affine_layers[0].weight,
