@@ -20,7 +20,7 @@ checked in numpy with outward rounding (:meth:`DomainLP.proven_infeasible`). Any
 The split bounds (:func:`lipopt.bounds.constrained.split_bounds`) find an empty ``D_S`` only
 where one range crosses; this LP couples the layers, and on a digits MLP at radius 0.1
 (search alone, 30 s) it proved 240 of the 300 open nodes of highest bound empty, at about
-7 ms each (docs/performance.md, "Empty sub-domains by LP").
+7 ms each (docs/performance.md, "Empty parts by one LP").
 """
 
 from __future__ import annotations
