@@ -40,6 +40,7 @@ def run_slice(
     search.settled = search.unclosed = 0.0
     search.nodes = search.pruned = search.leaves = search.empty = search.regrouped = 0
     search.deadline = until
+    search.empty_gate.pause()  # the time since the last slice is no node's
     held: list[BabNode] = []  # parts, for the pool's MIPs
     search.heap.push(node)
     while search.heap and time.perf_counter() < until:

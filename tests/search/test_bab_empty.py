@@ -72,3 +72,19 @@ def test_no_lp_above_the_limit_nor_where_it_costs_more_than_any_rate_repays(
 
 def test_never_with_a_limit_of_zero(clock: list[float]) -> None:
     assert _run(EmptyLpGate(limit=0, rate=0.0), clock, 0, True, 10) == 0
+
+
+def test_a_pause_keeps_the_wait_out_of_a_nodes_time(clock: list[float]) -> None:
+    """Nodes 10 ms apart, then a 5 s wait (a worker between two slices): paused, the mean stays
+    10 ms; not paused, the wait would enter it."""
+    for paused in (True, False):
+        gate = EmptyLpGate(limit=64, rate=0.25)
+        _run(gate, clock, 80, False, 20)
+        clock[0] += 5.0
+        if paused:
+            gate.pause()
+        gate.wants(80)
+        if paused:
+            assert gate.node_seconds == pytest.approx(0.010)
+        else:
+            assert gate.node_seconds > 0.2
