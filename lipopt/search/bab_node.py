@@ -68,7 +68,8 @@ class ActivationBabOptions:
             :func:`~lipopt.bounds.split_empty.proven_empty`, and is dropped where its
             sub-domain is shown empty; :class:`~lipopt.search.bab_empty.EmptyLpGate` decides,
             from how often that LP found nodes of its size empty (at least ``empty_lp_rate``
-            of the recent tries; 0: every node; ``empty_lp_at`` 0: never).
+            times the LP's cost in nodes, of the recent tries; 0: every node; ``empty_lp_at``
+            0: never).
         rng_seed: seeds the attack and the fallback samples.
     """
 
